@@ -1,0 +1,102 @@
+// plan and execute: a Plan is made once from a RaggedDot (static shapes only), then executed many
+// times with fresh buffers and group sizes. Executing allocates nothing and takes no shapes.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ragdot/op.hpp"
+#include "ragdot/status.hpp"
+#include "ragdot/tensor.hpp"
+
+namespace ragdot {
+
+namespace detail {
+class BackendPlan;
+}
+
+// How much work make_plan may do to pick a variant.
+enum class PlanningEffort : std::uint8_t {
+  kHeuristic,  // rules per architecture; no timing
+  kMeasure,    // time candidate variants (backends that support it); slower to plan
+};
+
+struct PlanOptions {
+  // A backend name ("cpu", "cpu_ref", "padded", "cuda", "cublas"), or empty to take the first
+  // backend in registry order that accepts the op (RAGDOT_BACKEND overrides an empty name).
+  std::string backend;
+  // Restrict automatic choice to backends that take buffers in this memory space.
+  std::optional<MemorySpace> memory_space;
+  PlanningEffort effort = PlanningEffort::kHeuristic;
+  // Threads for CPU backends; 0 = RAGDOT_NUM_THREADS or all hardware threads.
+  int num_threads = 0;
+  // Device-side paths normally clamp bad group sizes (see docs). With `checked` they verify them
+  // and execute returns an error instead. Host-side paths always check.
+  bool checked = false;
+  // GPU ordinal for device backends.
+  int device = 0;
+  // `padded` backend only: the per-group capacity. Unset: dropless, capacity = the largest group
+  // at execute time (workspace sized for `padded_max_group_rows`, default the whole ragged extent).
+  // Set: capacity = ceil(factor * rows / groups); rows beyond it are dropped (their output is 0).
+  std::optional<double> padded_capacity_factor;
+  std::optional<std::int64_t> padded_max_group_rows;
+};
+
+// Filled by execute when the caller asks for it (host-side backends fill it completely).
+struct ExecuteReport {
+  std::int64_t dropped_rows = 0;  // rows the padded backend dropped at its capacity
+  std::int64_t capacity = 0;      // padded backend: rows per group actually used
+};
+
+struct ExecuteArgs {
+  ConstBuffer lhs;
+  ConstBuffer rhs;
+  ConstBuffer group_sizes;
+  ConstBuffer group_offset;  // int32[1]; only when the op has a GroupOffset
+  MutableBuffer out;
+  MutableBuffer workspace;   // at least Plan::workspace_bytes(); may be empty when that is 0
+  void* stream = nullptr;    // CUstream for device backends; ignored by host backends
+  ExecuteReport* report = nullptr;
+};
+
+class Plan {
+ public:
+  const RaggedDot& op() const;
+  const std::string& backend() const;
+  const std::string& variant() const;
+  std::size_t workspace_bytes() const;
+  bool graph_safe() const;       // execute may be captured into a CUDA graph and replayed
+  bool needs_host_sync() const;  // execute copies group sizes to the host and waits for them
+  MemorySpace memory_space() const;
+  // One line: backend, variant, mode and shapes, workspace, graph-safe, needs-host-sync.
+  std::string to_string() const;
+
+  // Checks every buffer against the plan (null, too small, misaligned, wrong memory space), then
+  // runs. On error nothing has been written.
+  Status execute(const ExecuteArgs& args) const;
+
+ private:
+  friend Result<Plan> make_plan(const RaggedDot& op, const PlanOptions& options);
+  Plan() = default;
+  struct Impl;
+  std::shared_ptr<const Impl> impl_;
+};
+
+Result<Plan> make_plan(const RaggedDot& op, const PlanOptions& options = {});
+
+struct BackendInfo {
+  std::string name;
+  bool available = false;
+  std::string detail;  // why not available, or what it runs on
+  MemorySpace memory_space = MemorySpace::kHost;
+  bool automatic = true;  // considered when no backend is named
+};
+
+// The registry, in the order automatic selection tries it (the reference last).
+std::vector<BackendInfo> list_backends();
+
+}  // namespace ragdot

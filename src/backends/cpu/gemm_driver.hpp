@@ -1,0 +1,53 @@
+// Runs a batch of independent GEMMs (one per group and outer index) on the cpu backend's kernels:
+// splits them into (group, n-panel, m-chunk) units, hands units to threads from a shared counter,
+// packs each unit's B panel once and sweeps its rows in strips.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "backends/cpu/kernels/kernels.hpp"
+
+namespace ragdot::cpu {
+
+// C[m x n] = A[m x k] * B[k x n]; pointers already at the group's first element, strides in elements.
+struct GemmTask {
+  const void* a;
+  std::int64_t a_rs, a_cs;
+  const void* b;
+  std::int64_t b_rs, b_cs;
+  void* c;
+  std::int64_t c_rs, c_cs;
+  std::int64_t m, k;
+};
+
+struct GemmBlocking {
+  std::int64_t nb = 0;        // panel width (multiple of the kernel's nr)
+  std::int64_t m_chunk = 0;   // rows per unit (multiple of the kernel's mr)
+  std::int64_t max_k = 0;     // largest k of any task
+  int threads = 1;
+};
+
+class GemmDriver {
+ public:
+  GemmDriver() = default;
+  GemmDriver(const kernels::IsaKernels* isa, DType a_dtype, DType b_dtype, DType c_dtype, std::int64_t n,
+             std::int64_t max_k, std::int64_t typical_m, int threads);
+
+  const kernels::IsaKernels& isa() const { return *isa_; }
+  const GemmBlocking& blocking() const { return blk_; }
+  // Scratch for all threads (64-byte aligned pieces), plus the unit prefix sums of up to max_tasks.
+  std::size_t scratch_bytes(std::int64_t max_tasks) const;
+  // Runs tasks[0..count). Tasks with m == 0 are skipped; tasks with k == 0 write zeros.
+  void run(const GemmTask* tasks, std::int64_t count, void* scratch) const;
+
+ private:
+  std::size_t per_thread_bytes() const;
+
+  const kernels::IsaKernels* isa_ = nullptr;
+  DType a_dtype_ = DType::kF32, b_dtype_ = DType::kF32, c_dtype_ = DType::kF32;
+  std::int64_t n_ = 0;
+  GemmBlocking blk_;
+};
+
+}  // namespace ragdot::cpu

@@ -1,0 +1,164 @@
+// AVX-512F kernels: f32 FMA micro-kernel (12 x 32 block, 24 accumulators), inputs of any float
+// type converted to f32 while packing. The f32 path of the cpu backend, and bf16/f16 without
+// AVX512_BF16.
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "backends/cpu/kernels/kernels.hpp"
+
+namespace ragdot::cpu::kernels {
+
+namespace {
+
+#include "backends/cpu/kernels/avx512_common.inc"
+
+constexpr int kMr = 12;
+constexpr int kNr = 32;
+
+// panel: [nb / 32][k][32] f32
+void pack_b(MatrixView b, std::int64_t k, std::int64_t n, std::int64_t nb, void* panel) {
+  float* p = static_cast<float*>(panel);
+  const std::int64_t es = std::int64_t(dtype_size(b.dtype));
+  for (std::int64_t j0 = 0; j0 < nb; j0 += kNr) {
+    float* sub = p + j0 * k;
+    const std::int64_t valid = n - j0 < 0 ? 0 : (n - j0 > kNr ? kNr : n - j0);
+    if (b.col_stride == 1) {
+      const __mmask16 m0 = valid >= 16 ? __mmask16(0xffff) : __mmask16((1u << valid) - 1u);
+      const __mmask16 m1 = valid >= 32 ? __mmask16(0xffff) : valid > 16 ? __mmask16((1u << (valid - 16)) - 1u) : __mmask16(0);
+      for (std::int64_t kk = 0; kk < k; ++kk) {
+        const char* src = static_cast<const char*>(b.data) + (kk * b.row_stride + j0) * es;
+        _mm512_storeu_ps(sub + kk * kNr, load16_as_f32(src, b.dtype, m0));
+        _mm512_storeu_ps(sub + kk * kNr + 16, load16_as_f32(src + 16 * es, b.dtype, m1));
+      }
+    } else {
+      // Transposed source (k contiguous, e.g. [n, k] weights): walk each column's k run.
+      for (std::int64_t j = 0; j < kNr; ++j) {
+        if (j >= valid) {
+          for (std::int64_t kk = 0; kk < k; ++kk) sub[kk * kNr + j] = 0.0f;
+          continue;
+        }
+        const std::int64_t col = (j0 + j) * b.col_stride;
+        for (std::int64_t kk = 0; kk < k; ++kk) sub[kk * kNr + j] = load1_as_f32(b.data, b.dtype, col + kk * b.row_stride);
+      }
+    }
+  }
+}
+
+bool a_direct(MatrixView a, std::int64_t) { return a.dtype == DType::kF32; }
+
+std::int64_t pack_a(MatrixView a, std::int64_t rows, std::int64_t k, void* strip) {
+  float* s = static_cast<float*>(strip);
+  const std::int64_t es = std::int64_t(dtype_size(a.dtype));
+  for (int r = 0; r < kMr; ++r) {
+    float* dst = s + r * k;
+    if (r >= rows) {
+      std::memset(dst, 0, std::size_t(k) * 4);
+      continue;
+    }
+    if (a.col_stride == 1) {
+      const char* src = static_cast<const char*>(a.data) + r * a.row_stride * es;
+      for (std::int64_t kk = 0; kk < k; kk += 16) {
+        const __mmask16 m = k - kk >= 16 ? __mmask16(0xffff) : __mmask16((1u << (k - kk)) - 1u);
+        _mm512_mask_storeu_ps(dst + kk, m, load16_as_f32(src + kk * es, a.dtype, m));
+      }
+    } else {
+      for (std::int64_t kk = 0; kk < k; ++kk) dst[kk] = load1_as_f32(a.data, a.dtype, r * a.row_stride + kk * a.col_stride);
+    }
+  }
+  return k;
+}
+
+// C[12 x 32] = A[12 x k] * B[k x 32]; A read at a[r * rs + kk * cs].
+template <bool kUnitCol>
+inline void block_12x32(const float* a, std::int64_t rs, std::int64_t cs, const float* b, std::int64_t k, float* c,
+                        std::int64_t ldc) {
+  __m512 c00 = _mm512_setzero_ps(), c01 = _mm512_setzero_ps(), c10 = _mm512_setzero_ps(), c11 = _mm512_setzero_ps();
+  __m512 c20 = _mm512_setzero_ps(), c21 = _mm512_setzero_ps(), c30 = _mm512_setzero_ps(), c31 = _mm512_setzero_ps();
+  __m512 c40 = _mm512_setzero_ps(), c41 = _mm512_setzero_ps(), c50 = _mm512_setzero_ps(), c51 = _mm512_setzero_ps();
+  __m512 c60 = _mm512_setzero_ps(), c61 = _mm512_setzero_ps(), c70 = _mm512_setzero_ps(), c71 = _mm512_setzero_ps();
+  __m512 c80 = _mm512_setzero_ps(), c81 = _mm512_setzero_ps(), c90 = _mm512_setzero_ps(), c91 = _mm512_setzero_ps();
+  __m512 ca0 = _mm512_setzero_ps(), ca1 = _mm512_setzero_ps(), cb0 = _mm512_setzero_ps(), cb1 = _mm512_setzero_ps();
+  const float* a0 = a;
+  const float* a1 = a + rs;
+  const float* a2 = a + 2 * rs;
+  const float* a3 = a + 3 * rs;
+  const float* a4 = a + 4 * rs;
+  const float* a5 = a + 5 * rs;
+  const float* a6 = a + 6 * rs;
+  const float* a7 = a + 7 * rs;
+  const float* a8 = a + 8 * rs;
+  const float* a9 = a + 9 * rs;
+  const float* aa = a + 10 * rs;
+  const float* ab = a + 11 * rs;
+  for (std::int64_t kk = 0; kk < k; ++kk) {
+    const std::int64_t o = kUnitCol ? kk : kk * cs;
+    const __m512 b0 = _mm512_loadu_ps(b + kk * kNr);
+    const __m512 b1 = _mm512_loadu_ps(b + kk * kNr + 16);
+    __m512 x;
+#define RAGDOT_FMA_ROW(ap, acc0, acc1) \
+  x = _mm512_set1_ps(ap[o]);           \
+  acc0 = _mm512_fmadd_ps(x, b0, acc0); \
+  acc1 = _mm512_fmadd_ps(x, b1, acc1);
+    RAGDOT_FMA_ROW(a0, c00, c01)
+    RAGDOT_FMA_ROW(a1, c10, c11)
+    RAGDOT_FMA_ROW(a2, c20, c21)
+    RAGDOT_FMA_ROW(a3, c30, c31)
+    RAGDOT_FMA_ROW(a4, c40, c41)
+    RAGDOT_FMA_ROW(a5, c50, c51)
+    RAGDOT_FMA_ROW(a6, c60, c61)
+    RAGDOT_FMA_ROW(a7, c70, c71)
+    RAGDOT_FMA_ROW(a8, c80, c81)
+    RAGDOT_FMA_ROW(a9, c90, c91)
+    RAGDOT_FMA_ROW(aa, ca0, ca1)
+    RAGDOT_FMA_ROW(ab, cb0, cb1)
+#undef RAGDOT_FMA_ROW
+  }
+  _mm512_storeu_ps(c + 0 * ldc, c00);
+  _mm512_storeu_ps(c + 0 * ldc + 16, c01);
+  _mm512_storeu_ps(c + 1 * ldc, c10);
+  _mm512_storeu_ps(c + 1 * ldc + 16, c11);
+  _mm512_storeu_ps(c + 2 * ldc, c20);
+  _mm512_storeu_ps(c + 2 * ldc + 16, c21);
+  _mm512_storeu_ps(c + 3 * ldc, c30);
+  _mm512_storeu_ps(c + 3 * ldc + 16, c31);
+  _mm512_storeu_ps(c + 4 * ldc, c40);
+  _mm512_storeu_ps(c + 4 * ldc + 16, c41);
+  _mm512_storeu_ps(c + 5 * ldc, c50);
+  _mm512_storeu_ps(c + 5 * ldc + 16, c51);
+  _mm512_storeu_ps(c + 6 * ldc, c60);
+  _mm512_storeu_ps(c + 6 * ldc + 16, c61);
+  _mm512_storeu_ps(c + 7 * ldc, c70);
+  _mm512_storeu_ps(c + 7 * ldc + 16, c71);
+  _mm512_storeu_ps(c + 8 * ldc, c80);
+  _mm512_storeu_ps(c + 8 * ldc + 16, c81);
+  _mm512_storeu_ps(c + 9 * ldc, c90);
+  _mm512_storeu_ps(c + 9 * ldc + 16, c91);
+  _mm512_storeu_ps(c + 10 * ldc, ca0);
+  _mm512_storeu_ps(c + 10 * ldc + 16, ca1);
+  _mm512_storeu_ps(c + 11 * ldc, cb0);
+  _mm512_storeu_ps(c + 11 * ldc + 16, cb1);
+}
+
+void compute(const void* a, std::int64_t rs, std::int64_t cs, const void* panel, std::int64_t k, std::int64_t nb,
+             float* c) {
+  const float* A = static_cast<const float*>(a);
+  const float* P = static_cast<const float*>(panel);
+  for (std::int64_t j0 = 0; j0 < nb; j0 += kNr) {
+    if (cs == 1) {
+      block_12x32<true>(A, rs, 1, P + j0 * k, k, c + j0, nb);
+    } else {
+      block_12x32<false>(A, rs, cs, P + j0 * k, k, c + j0, nb);
+    }
+  }
+}
+
+}  // namespace
+
+const IsaKernels& avx512_f32_kernels() {
+  static const IsaKernels k{"avx512-f32", kMr,    kNr,     1,       4,      4, no_thread_setup, no_thread_setup,
+                            pack_b,       a_direct, pack_a, compute, store_c, zero_c};
+  return k;
+}
+
+}  // namespace ragdot::cpu::kernels

@@ -1,0 +1,180 @@
+// plan: choose a backend for a RaggedDot and check execute-time buffers against the plan.
+#include "ragdot/plan.hpp"
+
+#include <cstdint>
+#include <cstdio>
+#include <sstream>
+
+#include "core/env.hpp"
+#include "core/problem.hpp"
+#include "planner/backend.hpp"
+
+namespace ragdot {
+
+struct Plan::Impl {
+  RaggedDot op;
+  core::GroupGemmProblem problem;
+  std::string backend;
+  std::unique_ptr<detail::BackendPlan> backend_plan;
+};
+
+const RaggedDot& Plan::op() const { return impl_->op; }
+const std::string& Plan::backend() const { return impl_->backend; }
+const std::string& Plan::variant() const { return impl_->backend_plan->variant; }
+std::size_t Plan::workspace_bytes() const { return impl_->backend_plan->workspace_bytes; }
+bool Plan::graph_safe() const { return impl_->backend_plan->graph_safe; }
+bool Plan::needs_host_sync() const { return impl_->backend_plan->needs_host_sync; }
+MemorySpace Plan::memory_space() const { return impl_->backend_plan->memory_space; }
+
+namespace {
+
+std::string human_bytes(std::size_t b) {
+  char buf[64];
+  if (b >= (1u << 30)) std::snprintf(buf, sizeof buf, "%.2fGiB", double(b) / double(1u << 30));
+  else if (b >= (1u << 20)) std::snprintf(buf, sizeof buf, "%.2fMiB", double(b) / double(1u << 20));
+  else if (b >= (1u << 10)) std::snprintf(buf, sizeof buf, "%.1fKiB", double(b) / double(1u << 10));
+  else std::snprintf(buf, sizeof buf, "%zuB", b);
+  return buf;
+}
+
+Status check_buffer(const char* name, const ConstBuffer& b, std::int64_t elements, DType dtype, MemorySpace space,
+                    std::size_t alignment) {
+  const std::size_t need = std::size_t(elements) * dtype_size(dtype);
+  if (need == 0) return Status::ok();
+  if (b.data == nullptr) return invalid_argument(std::string(name) + " is null");
+  if (b.bytes < need) {
+    return invalid_argument(std::string(name) + " has " + std::to_string(b.bytes) + " bytes; the plan needs " +
+                            std::to_string(need));
+  }
+  if (b.space != space) {
+    return invalid_argument(std::string(name) + " is in " + memory_space_name(b.space) + " memory; the plan runs on " +
+                            memory_space_name(space) + " memory");
+  }
+  const std::size_t align = alignment ? alignment : dtype_size(dtype);
+  if (reinterpret_cast<std::uintptr_t>(b.data) % align != 0) {
+    return invalid_argument(std::string(name) + " is not aligned to " + std::to_string(align) + " bytes");
+  }
+  return Status::ok();
+}
+
+bool overlaps(const void* a, std::size_t an, const void* b, std::size_t bn) {
+  auto pa = reinterpret_cast<std::uintptr_t>(a), pb = reinterpret_cast<std::uintptr_t>(b);
+  return an && bn && pa < pb + bn && pb < pa + an;
+}
+
+}  // namespace
+
+std::string Plan::to_string() const {
+  std::ostringstream os;
+  const auto& bp = *impl_->backend_plan;
+  os << "plan backend=" << impl_->backend << " variant=" << bp.variant << " " << impl_->problem.to_string()
+     << " dtypes=" << dtype_name(impl_->problem.lhs_dtype) << "," << dtype_name(impl_->problem.rhs_dtype) << "->"
+     << dtype_name(impl_->problem.out_dtype) << " workspace=" << human_bytes(bp.workspace_bytes)
+     << " memory=" << memory_space_name(bp.memory_space) << " graph_safe=" << (bp.graph_safe ? "yes" : "no")
+     << " needs_host_sync=" << (bp.needs_host_sync ? "yes" : "no");
+  return os.str();
+}
+
+Status Plan::execute(const ExecuteArgs& a) const {
+  if (!impl_) return invalid_argument("execute on an empty plan");
+  const auto& p = impl_->problem;
+  const auto& bp = *impl_->backend_plan;
+  const std::size_t align = bp.operand_alignment;
+  RAGDOT_RETURN_IF_ERROR(check_buffer("lhs", a.lhs, p.lhs_elements, p.lhs_dtype, bp.memory_space, align));
+  RAGDOT_RETURN_IF_ERROR(check_buffer("rhs", a.rhs, p.rhs_elements, p.rhs_dtype, bp.memory_space, align));
+  RAGDOT_RETURN_IF_ERROR(check_buffer("group_sizes", a.group_sizes, p.gs_elements, p.gs_dtype, bp.memory_space, 0));
+  RAGDOT_RETURN_IF_ERROR(check_buffer("out", a.out, p.out_elements, p.out_dtype, bp.memory_space, align));
+  if (p.has_group_offset) {
+    RAGDOT_RETURN_IF_ERROR(check_buffer("group_offset", a.group_offset, 1, DType::kI32, bp.memory_space, 0));
+  }
+  if (bp.workspace_bytes) {
+    if (a.workspace.data == nullptr || a.workspace.bytes < bp.workspace_bytes) {
+      return invalid_argument("workspace has " + std::to_string(a.workspace.bytes) + " bytes; the plan needs " +
+                              std::to_string(bp.workspace_bytes));
+    }
+    if (a.workspace.space != bp.memory_space) return invalid_argument("workspace is in the wrong memory space");
+    if (reinterpret_cast<std::uintptr_t>(a.workspace.data) % 64 != 0) {
+      return invalid_argument("workspace is not aligned to 64 bytes");
+    }
+  }
+  const std::size_t out_bytes = std::size_t(p.out_elements) * dtype_size(p.out_dtype);
+  const ConstBuffer inputs[] = {a.lhs, a.rhs, a.group_sizes, a.group_offset};
+  const char* names[] = {"lhs", "rhs", "group_sizes", "group_offset"};
+  const std::size_t in_bytes[] = {std::size_t(p.lhs_elements) * dtype_size(p.lhs_dtype),
+                                  std::size_t(p.rhs_elements) * dtype_size(p.rhs_dtype),
+                                  std::size_t(p.gs_elements) * dtype_size(p.gs_dtype),
+                                  p.has_group_offset ? std::size_t(4) : std::size_t(0)};
+  for (int i = 0; i < 4; ++i) {
+    if (overlaps(a.out.data, out_bytes, inputs[i].data, in_bytes[i])) {
+      return invalid_argument(std::string("out overlaps ") + names[i]);
+    }
+    if (overlaps(a.workspace.data, bp.workspace_bytes, inputs[i].data, in_bytes[i])) {
+      return invalid_argument(std::string("workspace overlaps ") + names[i]);
+    }
+  }
+  if (overlaps(a.workspace.data, bp.workspace_bytes, a.out.data, out_bytes)) {
+    return invalid_argument("workspace overlaps out");
+  }
+  return bp.execute(a);
+}
+
+Result<Plan> make_plan(const RaggedDot& op, const PlanOptions& options) {
+  std::string wanted = options.backend;
+  if (wanted.empty()) {
+    if (auto b = env::backend()) wanted = *b;
+  }
+  core::GroupGemmProblem problem = core::canonicalize(op);
+  planner::PlanRequest request{op, problem, options};
+
+  std::string reasons;
+  bool found_name = wanted.empty();
+  for (const planner::Backend* backend : planner::registry()) {
+    if (!wanted.empty() && backend->name() != wanted) continue;
+    found_name = true;
+    if (wanted.empty()) {
+      if (!backend->automatic()) continue;
+      if (options.memory_space && backend->memory_space() != *options.memory_space) continue;
+    }
+    if (Status av = backend->available(); !av.is_ok()) {
+      reasons += "\n  " + std::string(backend->name()) + ": " + av.message();
+      continue;
+    }
+    auto bp = backend->plan(request);
+    if (!bp.ok()) {
+      if (!wanted.empty() || bp.status().code() == StatusCode::kInvalidArgument) return bp.status();
+      reasons += "\n  " + std::string(backend->name()) + ": " + bp.status().message();
+      if (env::debug()) std::fprintf(stderr, "ragdot: %s does not take %s: %s\n", std::string(backend->name()).c_str(),
+                                     op.to_string().c_str(), bp.status().message().c_str());
+      continue;
+    }
+    auto impl = std::make_shared<Plan::Impl>(Plan::Impl{op, problem, std::string(backend->name()), std::move(*bp)});
+    Plan plan;
+    plan.impl_ = std::move(impl);
+    if (env::print_plan()) std::fprintf(stderr, "ragdot: %s\n", plan.to_string().c_str());
+    return plan;
+  }
+  if (!found_name) {
+    std::string names;
+    for (const planner::Backend* b : planner::registry()) names += " " + std::string(b->name());
+    return invalid_argument("no backend named '" + wanted + "' (built:" + names + ")");
+  }
+  if (!wanted.empty()) return unavailable("backend '" + wanted + "' is not available here:" + reasons);
+  return unsupported("no backend takes " + op.to_string() + ":" + reasons);
+}
+
+std::vector<BackendInfo> list_backends() {
+  std::vector<BackendInfo> out;
+  for (const planner::Backend* b : planner::registry()) {
+    BackendInfo info;
+    info.name = std::string(b->name());
+    Status av = b->available();
+    info.available = av.is_ok();
+    info.detail = av.is_ok() ? b->describe() : av.message();
+    info.memory_space = b->memory_space();
+    info.automatic = b->automatic();
+    out.push_back(std::move(info));
+  }
+  return out;
+}
+
+}  // namespace ragdot

@@ -1,0 +1,54 @@
+// Random and explicit ragged-dot cases for tests and `ragdot verify`.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ragdot/op.hpp"
+#include "ragdot/workloads.hpp"
+
+namespace ragdot::verify {
+
+struct Case {
+  RaggedDotSpec spec;
+  std::vector<std::int64_t> group_sizes;  // flattened like the group_sizes tensor
+  std::optional<std::int32_t> group_offset;
+  std::string description;
+};
+
+// Patterns of group sizes a backend must get right.
+enum class GroupPattern : std::uint8_t {
+  kRandom,       // random split with zeros and odd sizes
+  kZeros,        // many empty groups
+  kAllInOne,     // every row in one group
+  kPartialSum,   // sum < extent (a tail that no group covers)
+  kAllEmpty,     // sum == 0
+  kUniform,      // equal sizes (as far as they divide)
+  kPrimes,       // odd, prime sizes
+};
+const char* group_pattern_name(GroupPattern p);
+
+// `count` sizes summing to at most `extent` following `pattern`.
+std::vector<std::int64_t> make_group_sizes(GroupPattern pattern, std::int64_t count, std::int64_t extent,
+                                           workloads::SplitMix64& rng);
+
+struct CaseOptions {
+  int mode = 0;                 // 1, 2, 3, or 0 for any
+  std::optional<DType> dtype;   // operands; unset: random among f32, bf16, f16
+  bool general_dims = true;     // batch dims, several m/k/n dims, permuted axes
+  std::int64_t max_dim = 40;    // upper bound of random sizes
+  bool allow_group_offset = true;
+};
+
+// A random valid case; the same seed always gives the same case.
+Case random_case(std::uint64_t seed, const CaseOptions& options);
+
+// The plain MoE forms: mode 1 lhs [m,k], rhs [g,k,n]; mode 2 lhs [k,m], rhs [k,n] -> [g,m,n];
+// mode 3 lhs [b,m,k], rhs [b,k,n] with group sizes over b.
+Result<Case> shaped_case(int mode, std::int64_t m, std::int64_t k, std::int64_t n,
+                         const std::vector<std::int64_t>& group_sizes, DType dtype,
+                         std::optional<DType> out_dtype = std::nullopt);
+
+}  // namespace ragdot::verify

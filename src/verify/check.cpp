@@ -1,0 +1,191 @@
+#include "verify/check.hpp"
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "backends/cpu/reference.hpp"
+#include "core/half.hpp"
+
+namespace ragdot::verify {
+
+namespace {
+
+class HostMemory final : public MemoryOps {
+ public:
+  MemorySpace space() const override { return MemorySpace::kHost; }
+  Result<void*> alloc(std::size_t bytes) override {
+    void* p = std::aligned_alloc(64, (std::max<std::size_t>(bytes, 1) + 63) / 64 * 64);
+    if (!p) return resource_exhausted("host allocation of " + std::to_string(bytes) + " bytes failed");
+    return p;
+  }
+  void free(void* p) override { std::free(p); }
+  Status upload(void* dst, const void* src, std::size_t bytes) override {
+    if (bytes) std::memcpy(dst, src, bytes);
+    return Status::ok();
+  }
+  Status download(void* dst, const void* src, std::size_t bytes) override {
+    if (bytes) std::memcpy(dst, src, bytes);
+    return Status::ok();
+  }
+};
+
+// A buffer in the backend's memory space, freed on scope exit.
+struct Buffer {
+  MemoryOps* mem = nullptr;
+  void* ptr = nullptr;
+  std::size_t bytes = 0;
+  Buffer() = default;
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  ~Buffer() {
+    if (ptr) mem->free(ptr);
+  }
+};
+
+Status make(MemoryOps& mem, std::size_t bytes, Buffer& b) {
+  b.mem = &mem;
+  b.bytes = bytes;
+  RAGDOT_ASSIGN_OR_RETURN(b.ptr, mem.alloc(bytes));
+  return Status::ok();
+}
+
+}  // namespace
+
+MemoryOps& host_memory() {
+  static HostMemory m;
+  return m;
+}
+
+double tolerance_for(DType out, std::int64_t k) {
+  const double growth = std::sqrt(double(std::max<std::int64_t>(k, 1)));
+  switch (out) {
+    case DType::kF32: return 2e-6 * growth + 1e-6;
+    case DType::kBF16: return 6e-3;
+    case DType::kF16: return 1.2e-3;
+    default: return 1e-9;
+  }
+}
+
+void fill_random(void* data, DType dtype, std::int64_t count, std::uint64_t seed) {
+  workloads::SplitMix64 rng(seed);
+  for (std::int64_t i = 0; i < count; ++i) {
+    // nonzero values from [-1, 1) so that no product hides an unwritten element
+    double v = 2.0 * rng.uniform() - 1.0;
+    if (v == 0.0) v = 0.5;
+    cpu::store_from_double(data, dtype, i, v);
+  }
+}
+
+void poison(void* data, DType dtype, std::int64_t count) {
+  for (std::int64_t i = 0; i < count; ++i) cpu::store_from_double(data, dtype, i, std::nan(""));
+}
+
+CheckResult check_case(const Case& c, const PlanOptions& options, std::uint64_t seed, MemoryOps& mem) {
+  CheckResult res;
+  auto op = RaggedDot::create(c.spec);
+  if (!op.ok()) {
+    res.message = "invalid case: " + op.status().to_string();
+    return res;
+  }
+  PlanOptions po = options;
+  auto plan = make_plan(*op, po);
+  if (!plan.ok()) {
+    res.message = plan.status().to_string();
+    return res;
+  }
+  res.plan = plan->to_string();
+  const auto& s = c.spec;
+  const TensorSpec& out_spec = op->out();
+
+  // host data
+  std::vector<unsigned char> lhs(s.lhs.num_bytes() + 1), rhs(s.rhs.num_bytes() + 1), out(out_spec.num_bytes() + 1);
+  fill_random(lhs.data(), s.lhs.dtype, s.lhs.num_elements(), seed * 2 + 1);
+  fill_random(rhs.data(), s.rhs.dtype, s.rhs.num_elements(), seed * 2 + 2);
+  poison(out.data(), out_spec.dtype, out_spec.num_elements());
+  std::vector<unsigned char> gs(s.group_sizes.num_bytes() + 1);
+  for (std::size_t i = 0; i < c.group_sizes.size(); ++i) {
+    if (s.group_sizes.dtype == DType::kI32) {
+      const std::int32_t v = std::int32_t(c.group_sizes[i]);
+      std::memcpy(gs.data() + i * 4, &v, 4);
+    } else {
+      std::memcpy(gs.data() + i * 8, &c.group_sizes[i], 8);
+    }
+  }
+  const std::int32_t offset = c.group_offset.value_or(0);
+
+  auto ref = cpu::ReferenceEvaluator::create(*op, lhs.data(), rhs.data(), gs.data(), c.group_offset ? &offset : nullptr);
+  if (!ref.ok()) {
+    res.message = "reference rejected the case: " + ref.status().to_string();
+    return res;
+  }
+
+  // buffers where the backend runs
+  Buffer dl, dr, dg, doff, dout, dws;
+  Status st = make(mem, lhs.size(), dl);
+  if (st.is_ok()) st = make(mem, rhs.size(), dr);
+  if (st.is_ok()) st = make(mem, gs.size(), dg);
+  if (st.is_ok()) st = make(mem, 4, doff);
+  if (st.is_ok()) st = make(mem, out.size(), dout);
+  if (st.is_ok()) st = make(mem, plan->workspace_bytes() + 64, dws);
+  if (st.is_ok()) st = mem.upload(dl.ptr, lhs.data(), lhs.size());
+  if (st.is_ok()) st = mem.upload(dr.ptr, rhs.data(), rhs.size());
+  if (st.is_ok()) st = mem.upload(dg.ptr, gs.data(), gs.size());
+  if (st.is_ok()) st = mem.upload(doff.ptr, &offset, 4);
+  if (st.is_ok()) st = mem.upload(dout.ptr, out.data(), out.size());
+  if (!st.is_ok()) {
+    res.message = st.to_string();
+    return res;
+  }
+  const MemorySpace sp = mem.space();
+  ExecuteArgs args;
+  args.lhs = {dl.ptr, s.lhs.num_bytes(), sp};
+  args.rhs = {dr.ptr, s.rhs.num_bytes(), sp};
+  args.group_sizes = {dg.ptr, s.group_sizes.num_bytes(), sp};
+  if (c.group_offset) args.group_offset = {doff.ptr, 4, sp};
+  args.out = {dout.ptr, out_spec.num_bytes(), sp};
+  args.workspace = {dws.ptr, plan->workspace_bytes(), sp};
+  args.stream = mem.stream();
+  st = plan->execute(args);
+  if (st.is_ok()) st = mem.synchronize();
+  if (st.is_ok()) st = mem.download(out.data(), dout.ptr, out_spec.num_bytes());
+  if (!st.is_ok()) {
+    res.message = "execute failed: " + st.to_string();
+    return res;
+  }
+
+  // compare
+  const std::int64_t n = out_spec.num_elements();
+  double err2 = 0, ref2 = 0;
+  std::int64_t bad_zero = -1, nan_at = -1;
+  for (std::int64_t i = 0; i < n; ++i) {
+    const double r = ref->at(i);
+    const double o = cpu::load_as_double(out.data(), out_spec.dtype, i);
+    if (std::isnan(o)) {
+      if (nan_at < 0) nan_at = i;
+      continue;
+    }
+    if (r == 0.0 && o != 0.0 && bad_zero < 0) bad_zero = i;
+    err2 += (o - r) * (o - r);
+    ref2 += r * r;
+  }
+  std::int64_t k = 1;
+  for (auto d : s.dims.dot.lhs_contracting) k *= s.lhs.shape[std::size_t(d)];
+  res.tolerance = tolerance_for(out_spec.dtype, k);
+  res.rel_error = ref2 > 0 ? std::sqrt(err2 / ref2) : std::sqrt(err2);
+  if (nan_at >= 0) {
+    res.message = "output element " + std::to_string(nan_at) + " is NaN (never written, or wrong)";
+  } else if (bad_zero >= 0) {
+    res.message = "output element " + std::to_string(bad_zero) + " should be exactly 0 but is " +
+                  std::to_string(cpu::load_as_double(out.data(), out_spec.dtype, bad_zero));
+  } else if (!(res.rel_error <= res.tolerance)) {
+    res.message = "relative error " + std::to_string(res.rel_error) + " exceeds " + std::to_string(res.tolerance);
+  } else {
+    res.passed = true;
+  }
+  return res;
+}
+
+}  // namespace ragdot::verify

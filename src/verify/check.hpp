@@ -1,0 +1,49 @@
+// Runs one case on a backend and compares it with the oracle: fresh random inputs, the output
+// poisoned with NaN first, float64 reference, relative Frobenius error against a per-dtype bound,
+// and exact zeros wherever the reference is exactly zero (rows no group covers, empty groups).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "ragdot/plan.hpp"
+#include "verify/cases.hpp"
+
+namespace ragdot::verify {
+
+// Moves buffers to where a backend runs. The host version is the identity.
+class MemoryOps {
+ public:
+  virtual ~MemoryOps() = default;
+  virtual MemorySpace space() const = 0;
+  virtual Result<void*> alloc(std::size_t bytes) = 0;
+  virtual void free(void* p) = 0;
+  virtual Status upload(void* dst, const void* src, std::size_t bytes) = 0;
+  virtual Status download(void* dst, const void* src, std::size_t bytes) = 0;
+  virtual void* stream() { return nullptr; }
+  virtual Status synchronize() { return Status::ok(); }
+};
+
+MemoryOps& host_memory();
+
+struct CheckResult {
+  bool passed = false;
+  double rel_error = 0.0;
+  double tolerance = 0.0;
+  std::string plan;     // the plan's one line
+  std::string message;  // why it failed (or the error the backend returned)
+};
+
+// Bound on ||out - ref|| / ||ref|| for an output dtype and contraction length.
+double tolerance_for(DType out, std::int64_t k);
+
+// Fills a host buffer with values drawn uniformly from [-1, 1), exactly representable in dtype.
+void fill_random(void* data, DType dtype, std::int64_t count, std::uint64_t seed);
+// Writes NaN into every element.
+void poison(void* data, DType dtype, std::int64_t count);
+
+CheckResult check_case(const Case& c, const PlanOptions& options, std::uint64_t seed, MemoryOps& mem = host_memory());
+
+}  // namespace ragdot::verify

@@ -1,0 +1,158 @@
+// Bad input at execute time: a clear error, and nothing written.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "ragdot/plan.hpp"
+
+namespace ragdot {
+namespace {
+
+struct Fixture {
+  std::int64_t m = 12, k = 8, n = 6, g = 3;
+  std::vector<float> lhs, rhs, out;
+  std::vector<std::int32_t> gs{4, 0, 5};
+  std::vector<unsigned char> ws_storage;
+  void* ws = nullptr;
+  Plan plan;
+
+  static Plan make(const std::string& backend, std::optional<GroupOffset> off = std::nullopt, std::int64_t rhs_g = 3) {
+    RaggedDotSpec s{{DType::kF32, {12, 8}}, {DType::kF32, {rhs_g, 8, 6}}, {DType::kI32, {3}},
+                    RaggedDotDimensionNumbers::ragged_dot(), std::nullopt, off};
+    auto op = RaggedDot::create(s);
+    EXPECT_TRUE(op.ok()) << op.status().to_string();
+    PlanOptions po;
+    po.backend = backend;
+    auto p = make_plan(*op, po);
+    EXPECT_TRUE(p.ok()) << p.status().to_string();
+    return std::move(p).value();
+  }
+
+  explicit Fixture(const std::string& backend, std::optional<GroupOffset> off = std::nullopt)
+      : plan(make(backend, off, off ? off->local_groups : 3)) {
+    lhs.assign(std::size_t(m * k), 0.5f);
+    rhs.assign(std::size_t(g * k * n), 0.25f);
+    out.assign(std::size_t(m * n), -7.0f);
+    ws_storage.resize(plan.workspace_bytes() + 128);
+    ws = reinterpret_cast<void*>((reinterpret_cast<std::uintptr_t>(ws_storage.data()) + 63) / 64 * 64);
+  }
+
+  ExecuteArgs args() {
+    ExecuteArgs a;
+    a.lhs = {lhs.data(), lhs.size() * 4};
+    a.rhs = {rhs.data(), plan.op().spec().rhs.num_bytes()};
+    a.group_sizes = {gs.data(), gs.size() * 4};
+    a.out = {out.data(), out.size() * 4};
+    a.workspace = {ws, plan.workspace_bytes()};
+    return a;
+  }
+
+  bool out_untouched() const {
+    for (float v : out) {
+      if (v != -7.0f) return false;
+    }
+    return true;
+  }
+};
+
+void expect_rejected(Fixture& f, const ExecuteArgs& a, const std::string& fragment) {
+  Status st = f.plan.execute(a);
+  EXPECT_FALSE(st.is_ok()) << "accepted; expected '" << fragment << "'";
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << st.to_string();
+  EXPECT_NE(st.message().find(fragment), std::string::npos) << "message: " << st.message();
+  EXPECT_TRUE(f.out_untouched()) << "output written despite the error: " << fragment;
+}
+
+class ExecuteChecks : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ExecuteChecks, GoodArgsRun) {
+  Fixture f(GetParam());
+  Status st = f.plan.execute(f.args());
+  ASSERT_TRUE(st.is_ok()) << st.to_string();
+  EXPECT_FLOAT_EQ(f.out[0], 8 * 0.5f * 0.25f);
+  EXPECT_EQ(f.out[9 * 6], 0.0f) << "rows past sum(group_sizes) must be zero";
+}
+
+TEST_P(ExecuteChecks, RejectsBadBuffers) {
+  Fixture f(GetParam());
+  auto a = f.args();
+  a.lhs.data = nullptr;
+  expect_rejected(f, a, "lhs is null");
+  a = f.args();
+  a.rhs.bytes -= 4;
+  expect_rejected(f, a, "rhs has 572 bytes; the plan needs 576");
+  a = f.args();
+  a.out.data = reinterpret_cast<char*>(f.out.data()) + 1;
+  a.out.bytes -= 4;
+  expect_rejected(f, a, "out has");
+  std::vector<float> roomy(f.lhs.size() + 1, 0.5f);
+  a = f.args();
+  a.lhs.data = reinterpret_cast<const char*>(roomy.data()) + 2;
+  expect_rejected(f, a, "lhs is not aligned to 4 bytes");
+  a = f.args();
+  a.group_sizes.space = MemorySpace::kDevice;
+  expect_rejected(f, a, "group_sizes is in device memory; the plan runs on host memory");
+  a = f.args();
+  a.out.data = f.lhs.data();
+  expect_rejected(f, a, "out overlaps lhs");
+  if (f.plan.workspace_bytes()) {
+    a = f.args();
+    a.workspace.bytes = f.plan.workspace_bytes() - 1;
+    expect_rejected(f, a, "workspace has");
+  }
+}
+
+TEST_P(ExecuteChecks, RejectsBadGroupSizes) {
+  Fixture f(GetParam());
+  f.gs = {4, -3, 5};
+  expect_rejected(f, f.args(), "group_sizes[1] = -3 is negative");
+  f.gs = {4, 5, 4};
+  expect_rejected(f, f.args(), "sum to more than the ragged dimension's size 12");
+  f.gs = {2147483647, 0, 0};
+  expect_rejected(f, f.args(), "sum to more than");
+}
+
+TEST_P(ExecuteChecks, RejectsBadGroupOffset) {
+  Fixture f(GetParam(), GroupOffset{2});
+  auto a = f.args();
+  expect_rejected(f, a, "group_offset is null");
+  std::int32_t off = 2;  // groups [2, 4) of 3
+  a.group_offset = {&off, 4};
+  expect_rejected(f, a, "group_offset 2 with 2 local groups is outside the 3 groups");
+  off = -1;
+  expect_rejected(f, a, "group_offset -1");
+  off = 1;
+  Status st = f.plan.execute(a);
+  ASSERT_TRUE(st.is_ok()) << st.to_string();
+  EXPECT_EQ(f.out[0], 0.0f) << "rows of groups outside the range are zero";
+  EXPECT_FLOAT_EQ(f.out[5 * 6], 8 * 0.5f * 0.25f);
+}
+
+INSTANTIATE_TEST_SUITE_P(HostBackends, ExecuteChecks, ::testing::Values("cpu", "cpu_ref", "padded"));
+
+TEST(Plan, NamesAndErrors) {
+  auto op = RaggedDot::ragged_dot(8, 4, 4, 2, DType::kF32);
+  ASSERT_TRUE(op.ok());
+  PlanOptions po;
+  po.backend = "no-such-backend";
+  auto p = make_plan(*op, po);
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(p.status().message().find("no backend named 'no-such-backend'"), std::string::npos);
+  auto infos = list_backends();
+  ASSERT_FALSE(infos.empty());
+  EXPECT_EQ(infos.back().name, "cpu_ref") << "the reference comes last";
+}
+
+TEST(Plan, EnvironmentPicksBackend) {
+  auto op = RaggedDot::ragged_dot(8, 4, 4, 2, DType::kF32);
+  ASSERT_TRUE(op.ok());
+  setenv("RAGDOT_BACKEND", "cpu_ref", 1);
+  auto p = make_plan(*op, {});
+  unsetenv("RAGDOT_BACKEND");
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->backend(), "cpu_ref");
+}
+
+}  // namespace
+}  // namespace ragdot
