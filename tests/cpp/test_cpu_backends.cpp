@@ -35,6 +35,8 @@ TEST(CpuBackend, ShapedCasesEveryKernel) {
   // blocks), the AMX 32-wide k step and its in-place path (k % 32 == 0), odd tails.
   struct Shape { std::int64_t m, k, n, g; };
   const Shape shapes[] = {{1, 1, 1, 1}, {37, 64, 70, 3}, {130, 33, 17, 5}, {300, 96, 300, 4}, {64, 7, 33, 8}};
+  // and one long k (split into blocks) and one group taller than a unit's row chunk
+  const Shape big[] = {{45, 1100, 40, 2}, {1100, 64, 40, 2}};
   workloads::SplitMix64 rng(7);
   std::uint64_t seed = 1;
   for (const auto& isa : testing::isas_here()) {
@@ -51,6 +53,16 @@ TEST(CpuBackend, ShapedCasesEveryKernel) {
               c->spec.lhs.shape[0] = c->spec.rhs.shape[0] = std::max<std::int64_t>(extent, 1);
             }
             c->description = isa + " " + c->description + " " + verify::group_pattern_name(pat);
+            expect_pass(*c, "cpu", seed++);
+          }
+        }
+        for (const auto& sh : big) {
+          if (mode == 3) continue;
+          for (GroupPattern pat : {GroupPattern::kAllInOne, GroupPattern::kRandom}) {
+            const std::int64_t extent = mode == 1 ? sh.m : sh.k;
+            auto c = verify::shaped_case(mode, sh.m, sh.k, sh.n, verify::make_group_sizes(pat, sh.g, extent, rng), dt);
+            ASSERT_TRUE(c.ok());
+            c->description = isa + " large " + c->description + " " + verify::group_pattern_name(pat);
             expect_pass(*c, "cpu", seed++);
           }
         }

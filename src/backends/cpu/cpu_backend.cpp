@@ -45,6 +45,7 @@ class CpuPlan final : public detail::BackendPlan {
     for (const auto& o : p.outer) lhs_outer_.push_back(o.lhs);
     lhs_m_ = p.lhs_m;
     lhs_k_ = p.lhs_k;
+    lhs_elements_ = p.lhs_relayout ? p.lhs_relayout->elements() : p.lhs_elements;
     // Mode 2 reads lhs^T: give the micro-kernels contiguous k by transposing lhs once per execute.
     if (p.mode == RaggedMode::kContracting && p.lhs_k != 1 && p.m > 1) {
       core::Relayout t;
@@ -88,7 +89,8 @@ class CpuPlan final : public detail::BackendPlan {
     workspace_bytes = ws_.total;
 
     const auto& b = driver_.blocking();
-    variant = std::string(isa->name) + " nb=" + std::to_string(b.nb) + " mchunk=" + std::to_string(b.m_chunk) +
+    variant = std::string(isa->name) + " nb=" + std::to_string(b.nb) + " kc=" + std::to_string(b.kc) +
+              " mchunk=" + std::to_string(b.m_chunk) +
               " threads=" + std::to_string(b.threads);
     if (p.lhs_relayout || lhs_transpose_) variant += " +lhs-copy";
     if (p.rhs_relayout) variant += " +rhs-copy";
@@ -147,9 +149,13 @@ class CpuPlan final : public detail::BackendPlan {
           for (std::int64_t j = 0; j < L; ++j) {
             const std::int64_t s = rs[offset + j] * unit, e = rs[offset + j + 1] * unit;
             if (e <= s) continue;
-            tasks[count++] = GemmTask{lhs + std::size_t(lo + s * lhs_m_) * les, lhs_m_, lhs_k_,
+            const std::int64_t a_off = lo + s * lhs_m_;
+            const std::int64_t readable =
+                lhs_m_ > 0 && lhs_k_ == 1 ? (lhs_elements_ - 1 - a_off - (p_.k - 1)) / lhs_m_ + 1 : 0;
+            tasks[count++] = GemmTask{lhs + std::size_t(a_off) * les, lhs_m_, lhs_k_,
                                       rhs + std::size_t(ro + j * p_.rhs_g) * res, p_.rhs_k, p_.rhs_n,
-                                      obase + std::size_t(s * p_.out_m) * oes, p_.out_m, p_.out_n, e - s, p_.k};
+                                      obase + std::size_t(s * p_.out_m) * oes, p_.out_m, p_.out_n, e - s, p_.k,
+                                      readable};
           }
           break;
         }
@@ -182,7 +188,7 @@ class CpuPlan final : public detail::BackendPlan {
   core::GroupGemmProblem p_;
   int threads_;
   std::vector<std::int64_t> lhs_outer_;
-  std::int64_t lhs_m_ = 0, lhs_k_ = 0;
+  std::int64_t lhs_m_ = 0, lhs_k_ = 0, lhs_elements_ = 0;
   std::optional<core::Relayout> lhs_transpose_;
   std::int64_t max_tasks_ = 0, gs_rows_ = 0;
   cpu::GemmDriver driver_;

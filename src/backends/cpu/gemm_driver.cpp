@@ -21,10 +21,12 @@ GemmDriver::GemmDriver(const kernels::IsaKernels* isa, DType a_dtype, DType b_dt
     : isa_(isa), a_dtype_(a_dtype), b_dtype_(b_dtype), c_dtype_(c_dtype), n_(n) {
   blk_.threads = std::max(threads, 1);
   blk_.max_k = std::max<std::int64_t>(max_k, 1);
-  const std::int64_t kp = kernels::round_up(blk_.max_k, isa->k_align);
-  // A B panel of about 512 KiB stays in a core's L2 while its rows stream past.
-  const std::int64_t panel_budget = 512 * 1024;
-  std::int64_t nb = panel_budget / (kp * isa->b_elem_bytes);
+  // k blocks: a whole k when it is short, else blocks of kc_max (split evenly, k_align multiples)
+  const std::int64_t kblocks = (blk_.max_k + isa->kc_max - 1) / isa->kc_max;
+  blk_.kc = kernels::round_up((blk_.max_k + kblocks - 1) / kblocks, isa->k_align);
+  // The panel stays in cache while A's rows stream past; narrow panels also keep the next
+  // panel's packing, interleaved with compute, in small steps.
+  std::int64_t nb = isa->panel_budget / (blk_.kc * isa->b_elem_bytes);
   nb = std::clamp<std::int64_t>(nb / isa->nr * isa->nr, isa->nr, 256);
   nb = std::min(nb, kernels::round_up(std::max<std::int64_t>(n, 1), isa->nr));
   blk_.nb = nb;
@@ -33,12 +35,18 @@ GemmDriver::GemmDriver(const kernels::IsaKernels* isa, DType a_dtype, DType b_dt
   blk_.m_chunk = kernels::round_up(std::clamp<std::int64_t>(typical_m, isa->mr, cap), isa->mr);
 }
 
+std::size_t GemmDriver::panel_bytes() const { return align_up(std::size_t(blk_.kc * blk_.nb * isa_->b_elem_bytes)); }
+
+std::size_t GemmDriver::strip_bytes() const { return align_up(std::size_t(isa_->mr * blk_.kc * isa_->a_elem_bytes)); }
+
+std::size_t GemmDriver::cblock_bytes() const {
+  // With k split, a unit's partial sums stay in the block between k blocks.
+  const std::int64_t rows = blk_.kc < blk_.max_k ? blk_.m_chunk : isa_->mr;
+  return align_up(std::size_t(rows * blk_.nb * 4));
+}
+
 std::size_t GemmDriver::per_thread_bytes() const {
-  const std::int64_t kp = kernels::round_up(blk_.max_k, isa_->k_align);
-  const std::size_t panel = align_up(std::size_t(kp * blk_.nb * isa_->b_elem_bytes));
-  const std::size_t strip = align_up(std::size_t(isa_->mr * kp * isa_->a_elem_bytes));
-  const std::size_t cblock = align_up(std::size_t(isa_->mr * blk_.nb * 4));
-  return panel + strip + cblock;
+  return 2 * panel_bytes() + strip_bytes() + cblock_bytes();  // two panels: one in use, one being packed
 }
 
 std::size_t GemmDriver::scratch_bytes(std::int64_t max_tasks) const {
@@ -47,7 +55,7 @@ std::size_t GemmDriver::scratch_bytes(std::int64_t max_tasks) const {
 
 void GemmDriver::run(const GemmTask* tasks, std::int64_t count, void* scratch) const {
   const kernels::IsaKernels& isa = *isa_;
-  const std::int64_t nb = blk_.nb, chunk = blk_.m_chunk;
+  const std::int64_t nb = blk_.nb, chunk = blk_.m_chunk, kc = blk_.kc;
   const std::int64_t nblocks = (n_ + nb - 1) / nb;
   char* base = align_ptr(scratch);
   const std::size_t per_thread = per_thread_bytes();
@@ -60,52 +68,127 @@ void GemmDriver::run(const GemmTask* tasks, std::int64_t count, void* scratch) c
   const std::int64_t total = prefix[count];
   if (total == 0) return;
   const std::size_t a_es = dtype_size(a_dtype_), b_es = dtype_size(b_dtype_), c_es = dtype_size(c_dtype_);
-  const std::int64_t kp_max = kernels::round_up(blk_.max_k, isa.k_align);
   std::atomic<std::int64_t> next{0};
   const int threads = int(std::min<std::int64_t>(blk_.threads, total));
+
+  // A unit: rows [m0, m1) and columns [n0, n0 + ncols) of one task, all of k in blocks of kc.
+  struct Unit {
+    const GemmTask* task = nullptr;
+    std::int64_t n0 = 0, ncols = 0, m0 = 0, m1 = 0;
+  };
+  auto decode = [&](std::int64_t u) {
+    const std::int64_t t = std::upper_bound(prefix, prefix + count + 1, u) - prefix - 1;
+    const std::int64_t local = u - prefix[t];
+    Unit x;
+    x.task = &tasks[t];
+    x.n0 = (local % nblocks) * nb;
+    x.ncols = std::min(nb, n_ - x.n0);
+    x.m0 = (local / nblocks) * chunk;
+    x.m1 = std::min(tasks[t].m, x.m0 + chunk);
+    return x;
+  };
+  auto kblocks_of = [&](const GemmTask& t) { return (t.k + kc - 1) / kc; };
+  // The packing job for panel (unit x, k block kb).
+  auto make_job = [&](const Unit& x, std::int64_t kb, void* panel) {
+    kernels::PanelJob j;
+    const GemmTask& t = *x.task;
+    const std::int64_t k0 = kb * kc, klen = std::min(kc, t.k - k0);
+    j.b = {static_cast<const char*>(t.b) + std::size_t(k0 * t.b_rs + x.n0 * t.b_cs) * b_es, t.b_rs, t.b_cs, b_dtype_};
+    j.k = klen;
+    j.n = x.ncols;
+    j.nb = kernels::round_up(x.ncols, isa.nr);
+    j.panel = panel;
+    j.end = kernels::round_up(klen, isa.k_align);
+    return j;
+  };
+  auto same_panel = [](const Unit& a, const Unit& b) {
+    const GemmTask &p = *a.task, &q = *b.task;
+    return p.b == q.b && p.k == q.k && a.n0 == b.n0 && p.b_rs == q.b_rs && p.b_cs == q.b_cs;
+  };
 
 #pragma omp parallel num_threads(threads)
   {
     const int tid = omp_get_thread_num();
     char* mine = base + per_thread * std::size_t(tid);
-    void* panel = mine;
-    void* strip = mine + align_up(std::size_t(kp_max * nb * isa.b_elem_bytes));
-    float* cblock = reinterpret_cast<float*>(static_cast<char*>(strip) + align_up(std::size_t(isa.mr * kp_max * isa.a_elem_bytes)));
+    void* panels[2] = {mine, mine + panel_bytes()};
+    void* strip = mine + 2 * panel_bytes();
+    float* cblock = reinterpret_cast<float*>(static_cast<char*>(strip) + strip_bytes());
     isa.thread_begin();
-    for (;;) {
-      const std::int64_t u = next.fetch_add(1, std::memory_order_relaxed);
-      if (u >= total) break;
-      const std::int64_t t = std::upper_bound(prefix, prefix + count + 1, u) - prefix - 1;
-      const GemmTask& task = tasks[t];
-      const std::int64_t local = u - prefix[t];
-      const std::int64_t nbi = local % nblocks, mci = local / nblocks;
-      const std::int64_t n0 = nbi * nb, ncols = std::min(nb, n_ - n0);
-      const std::int64_t m0 = mci * chunk, m1 = std::min(task.m, m0 + chunk);
-      char* cbase = static_cast<char*>(task.c) + std::size_t(m0 * task.c_rs + n0 * task.c_cs) * c_es;
-      const kernels::OutView out{cbase, task.c_rs, task.c_cs, c_dtype_};
+    std::int64_t u = next.fetch_add(1, std::memory_order_relaxed);
+    int cur = 0;
+    bool ready = false;  // panels[cur] already holds the panel the loop needs next
+    while (u < total) {
+      const Unit x = decode(u);
+      const GemmTask& task = *x.task;
+      char* cbase = static_cast<char*>(task.c) + std::size_t(x.m0 * task.c_rs + x.n0 * task.c_cs) * c_es;
       if (task.k == 0) {
-        isa.zero(m1 - m0, ncols, out);
+        isa.zero(x.m1 - x.m0, x.ncols, {cbase, task.c_rs, task.c_cs, c_dtype_});
+        u = next.fetch_add(1, std::memory_order_relaxed);
+        ready = false;
         continue;
       }
-      const std::int64_t npad = kernels::round_up(ncols, isa.nr);
-      const kernels::MatrixView bview{static_cast<const char*>(task.b) + std::size_t(n0 * task.b_cs) * b_es, task.b_rs,
-                                      task.b_cs, b_dtype_};
-      isa.pack_b(bview, task.k, ncols, npad, panel);
-      const bool direct = isa.a_direct({task.a, task.a_rs, task.a_cs, a_dtype_}, task.k);
-      for (std::int64_t r0 = m0; r0 < m1; r0 += isa.mr) {
-        const std::int64_t rows = std::min<std::int64_t>(isa.mr, m1 - r0);
-        const char* arow = static_cast<const char*>(task.a) + std::size_t(r0 * task.a_rs) * a_es;
-        const void* a = arow;
-        std::int64_t ars = task.a_rs, acs = task.a_cs;
-        if (!(direct && rows == isa.mr)) {
-          ars = isa.pack_a({arow, task.a_rs, task.a_cs, a_dtype_}, rows, task.k, strip);
-          acs = 1;
-          a = strip;
+      const std::int64_t npad = kernels::round_up(x.ncols, isa.nr);
+      const std::int64_t kblocks = kblocks_of(task);
+      const std::int64_t strips = (x.m1 - x.m0 + isa.mr - 1) / isa.mr;
+      std::int64_t u_next = total;
+      for (std::int64_t kb = 0; kb < kblocks; ++kb) {
+        if (!ready) {
+          kernels::PanelJob j = make_job(x, kb, panels[cur]);
+          j.limit = j.end;
+          isa.pack_b(j);
         }
-        isa.compute(a, ars, acs, panel, task.k, npad, cblock);
-        const kernels::OutView o{cbase + std::size_t((r0 - m0) * task.c_rs) * c_es, task.c_rs, task.c_cs, c_dtype_};
-        isa.store(cblock, npad, rows, ncols, o);
+        // The next panel: this unit's next k block, or the next unit's first one (claimed now).
+        kernels::PanelJob job;
+        kernels::PanelJob* pending = nullptr;
+        bool reuse = false;
+        if (kb + 1 < kblocks) {
+          job = make_job(x, kb + 1, panels[cur ^ 1]);
+          pending = &job;
+        } else {
+          u_next = next.fetch_add(1, std::memory_order_relaxed);
+          if (u_next < total) {
+            const Unit y = decode(u_next);
+            reuse = kblocks == 1 && same_panel(x, y);
+            if (!reuse && y.task->k > 0) {
+              job = make_job(y, 0, panels[cur ^ 1]);
+              pending = &job;
+            }
+          }
+        }
+        const std::int64_t k0 = kb * kc, klen = std::min(kc, task.k - k0);
+        const bool direct = isa.a_direct({task.a, task.a_rs, task.a_cs, a_dtype_}, klen);
+        const bool split = kblocks > 1;
+        std::int64_t s = 0;
+        for (std::int64_t r0 = x.m0; r0 < x.m1; r0 += isa.mr, ++s) {
+          const std::int64_t rows = std::min<std::int64_t>(isa.mr, x.m1 - r0);
+          const char* arow = static_cast<const char*>(task.a) + std::size_t(r0 * task.a_rs + k0 * task.a_cs) * a_es;
+          const void* a = arow;
+          std::int64_t ars = task.a_rs, acs = task.a_cs;
+          if (!(direct && (rows == isa.mr || r0 + isa.mr <= task.a_rows_readable))) {
+            ars = isa.pack_a({arow, task.a_rs, task.a_cs, a_dtype_}, rows, klen, strip);
+            acs = 1;
+            a = strip;
+          }
+          if (pending) {  // this strip's share of the next panel, in whole packing steps
+            const std::int64_t steps = pending->end / isa.k_step;
+            pending->limit = std::min(pending->end, (steps * (s + 1) + strips - 1) / strips * isa.k_step);
+          }
+          float* c = split ? cblock + (r0 - x.m0) * npad : cblock;
+          isa.compute(a, ars, acs, panels[cur], klen, npad, c, kb > 0, pending);
+          if (kb + 1 == kblocks) {
+            const kernels::OutView o{cbase + std::size_t((r0 - x.m0) * task.c_rs) * c_es, task.c_rs, task.c_cs,
+                                     c_dtype_};
+            isa.store(c, npad, rows, x.ncols, o);
+          }
+        }
+        if (pending) {
+          pending->limit = pending->end;
+          isa.pack_b(*pending);  // whatever the strips left
+          cur ^= 1;
+        }
+        ready = reuse || pending != nullptr;
       }
+      u = u_next;
     }
     isa.thread_end();
   }

@@ -1,6 +1,8 @@
 // Runs a batch of independent GEMMs (one per group and outer index) on the cpu backend's kernels:
 // splits them into (group, n-panel, m-chunk) units, hands units to threads from a shared counter,
-// packs each unit's B panel once and sweeps its rows in strips.
+// and sweeps each unit's rows in strips over a packed B panel. Each thread claims its next unit
+// before computing the current one and packs that unit's panel inside the current compute calls
+// (double-buffered), so the weights stream in while the matrix units work.
 #pragma once
 
 #include <cstddef>
@@ -19,10 +21,14 @@ struct GemmTask {
   void* c;
   std::int64_t c_rs, c_cs;
   std::int64_t m, k;
+  // Rows of A that may be read from `a` (>= m): a short last strip reads rows past m in place
+  // (their results are dropped) instead of copying them, while they stay inside the buffer.
+  std::int64_t a_rows_readable = 0;
 };
 
 struct GemmBlocking {
   std::int64_t nb = 0;        // panel width (multiple of the kernel's nr)
+  std::int64_t kc = 0;        // k per panel (k longer than this is split into blocks)
   std::int64_t m_chunk = 0;   // rows per unit (multiple of the kernel's mr)
   std::int64_t max_k = 0;     // largest k of any task
   int threads = 1;
@@ -43,6 +49,9 @@ class GemmDriver {
 
  private:
   std::size_t per_thread_bytes() const;
+  std::size_t panel_bytes() const;
+  std::size_t strip_bytes() const;
+  std::size_t cblock_bytes() const;
 
   const kernels::IsaKernels* isa_ = nullptr;
   DType a_dtype_ = DType::kF32, b_dtype_ = DType::kF32, c_dtype_ = DType::kF32;

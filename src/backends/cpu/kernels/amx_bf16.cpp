@@ -16,8 +16,9 @@ namespace {
 
 constexpr int kMr = 32;
 constexpr int kNr = 32;
-constexpr int kKb = 32;           // k per tile step
-constexpr int kTileElems = 512;   // 16 rows x 32 bf16
+constexpr int kKb = 32;            // k per tile step
+constexpr int kTileElems = 512;    // 16 rows x 32 bf16
+constexpr int kPrefetchRows = 16;  // software prefetch distance when packing B
 
 struct alignas(64) TileConfig {
   std::uint8_t palette_id;
@@ -33,50 +34,68 @@ constexpr TileConfig kTileConfig = {1, 0, {}, {64, 64, 64, 64, 64, 64, 64, 64}, 
 
 void thread_begin() { _tile_loadconfig(&kTileConfig); }
 
-void thread_end() { _tile_release(); }
+void thread_end() {
+  _tile_release();
+  _mm_sfence();  // streaming stores of store_c
+}
 
 inline std::int64_t padk(std::int64_t k) { return (k + kKb - 1) / kKb * kKb; }
 
-alignas(64) const std::uint16_t kLoIdx[32] = {0,  32, 1,  33, 2,  34, 3,  35, 4,  36, 5,  37, 6,  38, 7,  39,
-                                              8,  40, 9,  41, 10, 42, 11, 43, 12, 44, 13, 45, 14, 46, 15, 47};
-alignas(64) const std::uint16_t kHiIdx[32] = {16, 48, 17, 49, 18, 50, 19, 51, 20, 52, 21, 53, 22, 54, 23, 55,
-                                              24, 56, 25, 57, 26, 58, 27, 59, 28, 60, 29, 61, 30, 62, 31, 63};
+// Interleaving rows k and k+1 of 32 columns into two tile rows (columns 0-15 and 16-31, each as
+// [col][pair]): unpack within 128-bit lanes, then put the lanes in column order with one
+// two-source qword permute per output (4 shuffle uops in all, not 6 with word permutes).
+alignas(64) const std::int64_t kLanesLo[8] = {0, 1, 8, 9, 2, 3, 10, 11};
+alignas(64) const std::int64_t kLanesHi[8] = {4, 5, 12, 13, 6, 7, 14, 15};
 
-// panel: [nb / 16][kp / 32] tiles; tile row p holds k-pair (2p, 2p+1) of 16 columns, interleaved.
-void pack_b(MatrixView b, std::int64_t k, std::int64_t n, std::int64_t nb, void* panel) {
-  std::uint16_t* p = static_cast<std::uint16_t*>(panel);
+// Panel: [nb / 16][kp / 32] tiles; tile row p holds k-pair (2p, 2p+1) of 16 columns, interleaved.
+// Packs k rows [job.next, end) (even bounds) and advances job.next.
+void pack_rows(PanelJob& job, std::int64_t end) {
+  const MatrixView& b = job.b;
+  const std::int64_t k = job.k, n = job.n, nb = job.nb;
+  std::uint16_t* panel = static_cast<std::uint16_t*>(job.panel);
   const std::uint16_t* src = static_cast<const std::uint16_t*>(b.data);
-  const std::int64_t kp = padk(k);
-  const std::int64_t kblocks = kp / kKb;
-  auto tile = [&](std::int64_t n16, std::int64_t kb) { return p + (n16 * kblocks + kb) * kTileElems; };
+  const std::int64_t kblocks = padk(k) / kKb;
+  auto tile = [&](std::int64_t n16, std::int64_t kb) { return panel + (n16 * kblocks + kb) * kTileElems; };
   if (b.col_stride == 1) {
-    const __m512i lo_idx = _mm512_load_si512(kLoIdx), hi_idx = _mm512_load_si512(kHiIdx);
-    for (std::int64_t j0 = 0; j0 < nb; j0 += 32) {
-      const std::int64_t valid = n - j0 < 0 ? 0 : (n - j0 > 32 ? 32 : n - j0);
-      const __mmask32 m = valid >= 32 ? __mmask32(0xffffffffu) : __mmask32((1u << valid) - 1u);
-      for (std::int64_t kb = 0; kb < kblocks; ++kb) {
-        std::uint16_t* t0 = tile(j0 / 16, kb);
-        std::uint16_t* t1 = tile(j0 / 16 + 1, kb);
-        for (int pr = 0; pr < 16; ++pr) {
-          const std::int64_t k0 = kb * kKb + 2 * pr;
-          const __m512i r0 = k0 < k ? _mm512_maskz_loadu_epi16(m, src + k0 * b.row_stride + j0) : _mm512_setzero_si512();
-          const __m512i r1 = k0 + 1 < k ? _mm512_maskz_loadu_epi16(m, src + (k0 + 1) * b.row_stride + j0) : _mm512_setzero_si512();
-          _mm512_store_si512(t0 + pr * 32, _mm512_permutex2var_epi16(r0, lo_idx, r1));
-          _mm512_store_si512(t1 + pr * 32, _mm512_permutex2var_epi16(r0, hi_idx, r1));
+    const __m512i lanes_lo = _mm512_load_si512(kLanesLo), lanes_hi = _mm512_load_si512(kLanesHi);
+    for (std::int64_t k0 = job.next; k0 < end; k0 += 2) {
+      const std::int64_t kb = k0 / kKb, pr = (k0 % kKb) / 2;
+      const std::uint16_t* row0 = src + k0 * b.row_stride;
+      const std::uint16_t* row1 = row0 + b.row_stride;
+      // Rows sit a page or more apart, so the hardware prefetcher sees no stream: fetch the rows
+      // kPrefetchRows ahead by hand to keep enough misses in flight.
+      if (k0 + kPrefetchRows + 1 < k) {
+        const char* p0 = reinterpret_cast<const char*>(row0 + kPrefetchRows * b.row_stride);
+        const char* p1 = p0 + b.row_stride * 2;
+        for (std::int64_t off = 0; off < n * 2; off += 64) {
+          _mm_prefetch(p0 + off, _MM_HINT_T0);
+          _mm_prefetch(p1 + off, _MM_HINT_T0);
         }
       }
+      for (std::int64_t j0 = 0; j0 < nb; j0 += 32) {
+        const std::int64_t valid = n - j0 < 0 ? 0 : (n - j0 > 32 ? 32 : n - j0);
+        const __mmask32 m = valid >= 32 ? __mmask32(0xffffffffu) : __mmask32((1u << valid) - 1u);
+        const __m512i r0 = k0 < k ? _mm512_maskz_loadu_epi16(m, row0 + j0) : _mm512_setzero_si512();
+        const __m512i r1 = k0 + 1 < k ? _mm512_maskz_loadu_epi16(m, row1 + j0) : _mm512_setzero_si512();
+        const __m512i lo = _mm512_unpacklo_epi16(r0, r1), hi = _mm512_unpackhi_epi16(r0, r1);
+        _mm512_store_si512(tile(j0 / 16, kb) + pr * 32, _mm512_permutex2var_epi64(lo, lanes_lo, hi));
+        _mm512_store_si512(tile(j0 / 16 + 1, kb) + pr * 32, _mm512_permutex2var_epi64(lo, lanes_hi, hi));
+      }
     }
-    return;
-  }
-  // Transposed source (k contiguous per column, e.g. [n, k] weights).
-  for (std::int64_t j = 0; j < nb; ++j) {
-    for (std::int64_t kk = 0; kk < kp; ++kk) {
-      const bool in = kk < k && j < n;
-      tile(j / 16, kk / kKb)[((kk % kKb) / 2) * 32 + (j % 16) * 2 + (kk & 1)] =
-          in ? src[kk * b.row_stride + j * b.col_stride] : 0;
+  } else {
+    // Transposed source (k contiguous per column, e.g. [n, k] weights).
+    for (std::int64_t kk = job.next; kk < end; ++kk) {
+      for (std::int64_t j = 0; j < nb; ++j) {
+        const bool in = kk < k && j < n;
+        tile(j / 16, kk / kKb)[((kk % kKb) / 2) * 32 + (j % 16) * 2 + (kk & 1)] =
+            in ? src[kk * b.row_stride + j * b.col_stride] : 0;
+      }
     }
   }
+  job.next = end;
 }
+
+void pack_b(PanelJob& job) { pack_rows(job, job.limit); }
 
 bool a_direct(MatrixView a, std::int64_t k) { return a.dtype == DType::kBF16 && a.col_stride == 1 && k % kKb == 0; }
 
@@ -101,9 +120,10 @@ std::int64_t pack_a(MatrixView a, std::int64_t rows, std::int64_t k, void* strip
 }
 
 void compute(const void* a, std::int64_t rs, std::int64_t, const void* panel, std::int64_t k, std::int64_t nb,
-             float* c) {
+             float* c, bool accumulate, PanelJob* job) {
   const std::int64_t kp = padk(k);
   const std::int64_t kblocks = kp / kKb;
+  Pacer<pack_rows> pacer(job, (nb / kNr) * kblocks, 2);
   const std::uint16_t* A0 = static_cast<const std::uint16_t*>(a);
   const std::uint16_t* A1 = A0 + 16 * rs;
   const std::int64_t a_stride = rs * 2;
@@ -112,10 +132,17 @@ void compute(const void* a, std::int64_t rs, std::int64_t, const void* panel, st
   for (std::int64_t j0 = 0; j0 < nb; j0 += kNr) {
     const std::uint16_t* B0 = P + (j0 / 16) * kblocks * kTileElems;
     const std::uint16_t* B1 = B0 + kblocks * kTileElems;
-    _tile_zero(0);
-    _tile_zero(1);
-    _tile_zero(2);
-    _tile_zero(3);
+    if (accumulate) {
+      _tile_loadd(0, c + j0, c_stride);
+      _tile_loadd(1, c + j0 + 16, c_stride);
+      _tile_loadd(2, c + 16 * nb + j0, c_stride);
+      _tile_loadd(3, c + 16 * nb + j0 + 16, c_stride);
+    } else {
+      _tile_zero(0);
+      _tile_zero(1);
+      _tile_zero(2);
+      _tile_zero(3);
+    }
     for (std::int64_t kb = 0; kb < kblocks; ++kb) {
       _tile_loadd(4, A0 + kb * kKb, a_stride);
       _tile_loadd(6, B0 + kb * kTileElems, 64);
@@ -125,6 +152,7 @@ void compute(const void* a, std::int64_t rs, std::int64_t, const void* panel, st
       _tile_loadd(5, A1 + kb * kKb, a_stride);
       _tile_dpbf16ps(2, 5, 6);
       _tile_dpbf16ps(3, 5, 7);
+      pacer.step();
     }
     _tile_stored(0, c + j0, c_stride);
     _tile_stored(1, c + j0 + 16, c_stride);
@@ -136,8 +164,7 @@ void compute(const void* a, std::int64_t rs, std::int64_t, const void* panel, st
 }  // namespace
 
 const IsaKernels& amx_bf16_kernels() {
-  static const IsaKernels k{"amx-bf16", kMr,     kNr,     kKb,     2,      2, thread_begin, thread_end,
-                            pack_b,     a_direct, pack_a, compute, store_c, zero_c};
+  static const IsaKernels k{"amx-bf16", kMr, kNr, kKb, 2, 2, 2, 128 * 1024, 1024, thread_begin, thread_end, pack_b, a_direct, pack_a, compute, store_c, zero_c};
   return k;
 }
 

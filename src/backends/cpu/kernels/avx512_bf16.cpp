@@ -14,6 +14,7 @@ namespace {
 
 constexpr int kMr = 12;
 constexpr int kNr = 32;
+constexpr int kPrefetchRows = 16;
 
 inline std::int64_t pad2(std::int64_t k) { return (k + 1) / 2 * 2; }
 
@@ -29,23 +30,38 @@ inline void interleave_rows32(__m512i r0, __m512i r1, std::uint16_t* dst) {
   _mm512_storeu_si512(dst + 32, hi);
 }
 
-// panel: [nb / 32][kp / 2][32][2] bf16, from a bf16 source.
-void pack_b(MatrixView b, std::int64_t k, std::int64_t n, std::int64_t nb, void* panel) {
-  std::uint16_t* p = static_cast<std::uint16_t*>(panel);
+// Panel: [nb / 32][kp / 2][32][2] bf16, from a bf16 source. Packs k rows [job.next, end) (even
+// bounds) and advances job.next.
+void pack_rows(PanelJob& job, std::int64_t end) {
+  const MatrixView& b = job.b;
+  const std::int64_t k = job.k, n = job.n, nb = job.nb;
+  std::uint16_t* p = static_cast<std::uint16_t*>(job.panel);
   const std::uint16_t* src = static_cast<const std::uint16_t*>(b.data);
   const std::int64_t kp = pad2(k);
-  for (std::int64_t j0 = 0; j0 < nb; j0 += kNr) {
-    std::uint16_t* sub = p + j0 * kp;
-    const std::int64_t valid = n - j0 < 0 ? 0 : (n - j0 > kNr ? kNr : n - j0);
-    if (b.col_stride == 1) {
-      const __mmask32 m = valid >= 32 ? __mmask32(0xffffffffu) : __mmask32((1u << valid) - 1u);
-      for (std::int64_t kk = 0; kk < kp; kk += 2) {
-        const __m512i r0 = _mm512_maskz_loadu_epi16(m, src + kk * b.row_stride + j0);
-        const __m512i r1 = kk + 1 < k ? _mm512_maskz_loadu_epi16(m, src + (kk + 1) * b.row_stride + j0) : _mm512_setzero_si512();
-        interleave_rows32(r0, r1, sub + kk * kNr);
+  if (b.col_stride == 1) {
+    for (std::int64_t kk = job.next; kk < end; kk += 2) {
+      // rows are far apart: keep the ones a few steps ahead in flight (see amx_bf16.cpp)
+      if (kk + kPrefetchRows + 1 < k) {
+        const char* a0 = reinterpret_cast<const char*>(src + (kk + kPrefetchRows) * b.row_stride);
+        const char* a1 = a0 + b.row_stride * 2;
+        for (std::int64_t off = 0; off < n * 2; off += 64) {
+          _mm_prefetch(a0 + off, _MM_HINT_T0);
+          _mm_prefetch(a1 + off, _MM_HINT_T0);
+        }
       }
-    } else {
-      for (std::int64_t kk = 0; kk < kp; ++kk) {
+      for (std::int64_t j0 = 0; j0 < nb; j0 += kNr) {
+        const std::int64_t valid = n - j0 < 0 ? 0 : (n - j0 > kNr ? kNr : n - j0);
+        const __mmask32 m = valid >= 32 ? __mmask32(0xffffffffu) : __mmask32((1u << valid) - 1u);
+        const __m512i r0 = kk < k ? _mm512_maskz_loadu_epi16(m, src + kk * b.row_stride + j0) : _mm512_setzero_si512();
+        const __m512i r1 = kk + 1 < k ? _mm512_maskz_loadu_epi16(m, src + (kk + 1) * b.row_stride + j0) : _mm512_setzero_si512();
+        interleave_rows32(r0, r1, p + j0 * kp + kk * kNr);
+      }
+    }
+  } else {
+    for (std::int64_t j0 = 0; j0 < nb; j0 += kNr) {
+      std::uint16_t* sub = p + j0 * kp;
+      const std::int64_t valid = n - j0 < 0 ? 0 : (n - j0 > kNr ? kNr : n - j0);
+      for (std::int64_t kk = job.next; kk < end; ++kk) {
         for (std::int64_t j = 0; j < kNr; ++j) {
           const bool in = kk < k && j < valid;
           sub[(kk / 2) * 2 * kNr + j * 2 + (kk & 1)] = in ? src[kk * b.row_stride + (j0 + j) * b.col_stride] : 0;
@@ -53,7 +69,10 @@ void pack_b(MatrixView b, std::int64_t k, std::int64_t n, std::int64_t nb, void*
       }
     }
   }
+  job.next = end;
 }
+
+void pack_b(PanelJob& job) { pack_rows(job, job.limit); }
 
 bool a_direct(MatrixView a, std::int64_t k) { return a.dtype == DType::kBF16 && a.col_stride == 1 && k % 2 == 0; }
 
@@ -83,9 +102,12 @@ inline std::int32_t pair(const std::uint16_t* p) {
 }
 
 void block_12x32(const std::uint16_t* a, std::int64_t rs, const std::uint16_t* b, std::int64_t kp, float* c,
-                 std::int64_t ldc) {
+                 std::int64_t ldc, bool accumulate, Pacer<pack_rows>& pacer) {
   __m512 acc[kMr][2];
-  for (int r = 0; r < kMr; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+  for (int r = 0; r < kMr; ++r) {
+    acc[r][0] = accumulate ? _mm512_loadu_ps(c + r * ldc) : _mm512_setzero_ps();
+    acc[r][1] = accumulate ? _mm512_loadu_ps(c + r * ldc + 16) : _mm512_setzero_ps();
+  }
   for (std::int64_t kk = 0; kk < kp; kk += 2) {
     const __m512i b0 = _mm512_loadu_si512(b + kk * kNr);
     const __m512i b1 = _mm512_loadu_si512(b + kk * kNr + 32);
@@ -95,6 +117,7 @@ void block_12x32(const std::uint16_t* a, std::int64_t rs, const std::uint16_t* b
       acc[r][0] = dp(acc[r][0], x, b0);
       acc[r][1] = dp(acc[r][1], x, b1);
     }
+    if ((kk & 15) == 14) pacer.step();
   }
   for (int r = 0; r < kMr; ++r) {
     _mm512_storeu_ps(c + r * ldc, acc[r][0]);
@@ -103,18 +126,18 @@ void block_12x32(const std::uint16_t* a, std::int64_t rs, const std::uint16_t* b
 }
 
 void compute(const void* a, std::int64_t rs, std::int64_t, const void* panel, std::int64_t k, std::int64_t nb,
-             float* c) {
+             float* c, bool accumulate, PanelJob* job) {
   const std::int64_t kp = pad2(k);
   const std::uint16_t* A = static_cast<const std::uint16_t*>(a);
   const std::uint16_t* P = static_cast<const std::uint16_t*>(panel);
-  for (std::int64_t j0 = 0; j0 < nb; j0 += kNr) block_12x32(A, rs, P + j0 * kp, kp, c + j0, nb);
+  Pacer<pack_rows> pacer(job, (nb / kNr) * (kp / 16), 2);
+  for (std::int64_t j0 = 0; j0 < nb; j0 += kNr) block_12x32(A, rs, P + j0 * kp, kp, c + j0, nb, accumulate, pacer);
 }
 
 }  // namespace
 
 const IsaKernels& avx512_bf16_kernels() {
-  static const IsaKernels k{"avx512-bf16", kMr,    kNr,     2,       2,      2, no_thread_setup, no_thread_setup,
-                            pack_b,        a_direct, pack_a, compute, store_c, zero_c};
+  static const IsaKernels k{"avx512-bf16", kMr, kNr, 2, 2, 2, 2, 256 * 1024, 512, no_thread_setup, fence_streaming_stores, pack_b, a_direct, pack_a, compute, store_c, zero_c};
   return k;
 }
 

@@ -15,35 +15,48 @@ namespace {
 
 constexpr int kMr = 12;
 constexpr int kNr = 32;
+constexpr int kPrefetchRows = 16;
 
-// panel: [nb / 32][k][32] f32
-void pack_b(MatrixView b, std::int64_t k, std::int64_t n, std::int64_t nb, void* panel) {
-  float* p = static_cast<float*>(panel);
+// Panel: [nb / 32][k][32] f32. Packs k rows [job.next, end) and advances job.next.
+void pack_rows(PanelJob& job, std::int64_t end) {
+  const MatrixView& b = job.b;
+  const std::int64_t k = job.k, n = job.n, nb = job.nb;
+  float* p = static_cast<float*>(job.panel);
   const std::int64_t es = std::int64_t(dtype_size(b.dtype));
-  for (std::int64_t j0 = 0; j0 < nb; j0 += kNr) {
-    float* sub = p + j0 * k;
-    const std::int64_t valid = n - j0 < 0 ? 0 : (n - j0 > kNr ? kNr : n - j0);
-    if (b.col_stride == 1) {
-      const __mmask16 m0 = valid >= 16 ? __mmask16(0xffff) : __mmask16((1u << valid) - 1u);
-      const __mmask16 m1 = valid >= 32 ? __mmask16(0xffff) : valid > 16 ? __mmask16((1u << (valid - 16)) - 1u) : __mmask16(0);
-      for (std::int64_t kk = 0; kk < k; ++kk) {
-        const char* src = static_cast<const char*>(b.data) + (kk * b.row_stride + j0) * es;
-        _mm512_storeu_ps(sub + kk * kNr, load16_as_f32(src, b.dtype, m0));
-        _mm512_storeu_ps(sub + kk * kNr + 16, load16_as_f32(src + 16 * es, b.dtype, m1));
+  if (b.col_stride == 1) {
+    for (std::int64_t kk = job.next; kk < end; ++kk) {
+      const char* row = static_cast<const char*>(b.data) + kk * b.row_stride * es;
+      // rows are far apart: keep the ones a few steps ahead in flight (see amx_bf16.cpp)
+      if (kk + kPrefetchRows < k) {
+        const char* ahead = row + kPrefetchRows * b.row_stride * es;
+        for (std::int64_t off = 0; off < n * es; off += 64) _mm_prefetch(ahead + off, _MM_HINT_T0);
       }
-    } else {
-      // Transposed source (k contiguous, e.g. [n, k] weights): walk each column's k run.
+      for (std::int64_t j0 = 0; j0 < nb; j0 += kNr) {
+        const std::int64_t valid = n - j0 < 0 ? 0 : (n - j0 > kNr ? kNr : n - j0);
+        const __mmask16 m0 = valid >= 16 ? __mmask16(0xffff) : __mmask16((1u << valid) - 1u);
+        const __mmask16 m1 = valid >= 32 ? __mmask16(0xffff) : valid > 16 ? __mmask16((1u << (valid - 16)) - 1u) : __mmask16(0);
+        float* dst = p + j0 * k + kk * kNr;
+        _mm512_storeu_ps(dst, load16_as_f32(row + j0 * es, b.dtype, m0));
+        _mm512_storeu_ps(dst + 16, load16_as_f32(row + (j0 + 16) * es, b.dtype, m1));
+      }
+    }
+  } else {
+    // Transposed source (k contiguous, e.g. [n, k] weights): walk each column's k run.
+    for (std::int64_t j0 = 0; j0 < nb; j0 += kNr) {
+      float* sub = p + j0 * k;
+      const std::int64_t valid = n - j0 < 0 ? 0 : (n - j0 > kNr ? kNr : n - j0);
       for (std::int64_t j = 0; j < kNr; ++j) {
-        if (j >= valid) {
-          for (std::int64_t kk = 0; kk < k; ++kk) sub[kk * kNr + j] = 0.0f;
-          continue;
-        }
         const std::int64_t col = (j0 + j) * b.col_stride;
-        for (std::int64_t kk = 0; kk < k; ++kk) sub[kk * kNr + j] = load1_as_f32(b.data, b.dtype, col + kk * b.row_stride);
+        for (std::int64_t kk = job.next; kk < end; ++kk) {
+          sub[kk * kNr + j] = j < valid ? load1_as_f32(b.data, b.dtype, col + kk * b.row_stride) : 0.0f;
+        }
       }
     }
   }
+  job.next = end;
 }
+
+void pack_b(PanelJob& job) { pack_rows(job, job.limit); }
 
 bool a_direct(MatrixView a, std::int64_t) { return a.dtype == DType::kF32; }
 
@@ -72,13 +85,30 @@ std::int64_t pack_a(MatrixView a, std::int64_t rows, std::int64_t k, void* strip
 // C[12 x 32] = A[12 x k] * B[k x 32]; A read at a[r * rs + kk * cs].
 template <bool kUnitCol>
 inline void block_12x32(const float* a, std::int64_t rs, std::int64_t cs, const float* b, std::int64_t k, float* c,
-                        std::int64_t ldc) {
-  __m512 c00 = _mm512_setzero_ps(), c01 = _mm512_setzero_ps(), c10 = _mm512_setzero_ps(), c11 = _mm512_setzero_ps();
-  __m512 c20 = _mm512_setzero_ps(), c21 = _mm512_setzero_ps(), c30 = _mm512_setzero_ps(), c31 = _mm512_setzero_ps();
-  __m512 c40 = _mm512_setzero_ps(), c41 = _mm512_setzero_ps(), c50 = _mm512_setzero_ps(), c51 = _mm512_setzero_ps();
-  __m512 c60 = _mm512_setzero_ps(), c61 = _mm512_setzero_ps(), c70 = _mm512_setzero_ps(), c71 = _mm512_setzero_ps();
-  __m512 c80 = _mm512_setzero_ps(), c81 = _mm512_setzero_ps(), c90 = _mm512_setzero_ps(), c91 = _mm512_setzero_ps();
-  __m512 ca0 = _mm512_setzero_ps(), ca1 = _mm512_setzero_ps(), cb0 = _mm512_setzero_ps(), cb1 = _mm512_setzero_ps();
+                        std::int64_t ldc, bool accumulate, Pacer<pack_rows>& pacer) {
+  __m512 c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51;
+  __m512 c60, c61, c70, c71, c80, c81, c90, c91, ca0, ca1, cb0, cb1;
+  if (accumulate) {
+#define RAGDOT_LOAD_ROW(r, x0, x1)          \
+  x0 = _mm512_loadu_ps(c + (r) * ldc);      \
+  x1 = _mm512_loadu_ps(c + (r) * ldc + 16);
+    RAGDOT_LOAD_ROW(0, c00, c01)
+    RAGDOT_LOAD_ROW(1, c10, c11)
+    RAGDOT_LOAD_ROW(2, c20, c21)
+    RAGDOT_LOAD_ROW(3, c30, c31)
+    RAGDOT_LOAD_ROW(4, c40, c41)
+    RAGDOT_LOAD_ROW(5, c50, c51)
+    RAGDOT_LOAD_ROW(6, c60, c61)
+    RAGDOT_LOAD_ROW(7, c70, c71)
+    RAGDOT_LOAD_ROW(8, c80, c81)
+    RAGDOT_LOAD_ROW(9, c90, c91)
+    RAGDOT_LOAD_ROW(10, ca0, ca1)
+    RAGDOT_LOAD_ROW(11, cb0, cb1)
+#undef RAGDOT_LOAD_ROW
+  } else {
+    c00 = c01 = c10 = c11 = c20 = c21 = c30 = c31 = c40 = c41 = c50 = c51 = _mm512_setzero_ps();
+    c60 = c61 = c70 = c71 = c80 = c81 = c90 = c91 = ca0 = ca1 = cb0 = cb1 = _mm512_setzero_ps();
+  }
   const float* a0 = a;
   const float* a1 = a + rs;
   const float* a2 = a + 2 * rs;
@@ -113,6 +143,7 @@ inline void block_12x32(const float* a, std::int64_t rs, std::int64_t cs, const 
     RAGDOT_FMA_ROW(aa, ca0, ca1)
     RAGDOT_FMA_ROW(ab, cb0, cb1)
 #undef RAGDOT_FMA_ROW
+    if ((kk & 7) == 7) pacer.step();
   }
   _mm512_storeu_ps(c + 0 * ldc, c00);
   _mm512_storeu_ps(c + 0 * ldc + 16, c01);
@@ -141,14 +172,15 @@ inline void block_12x32(const float* a, std::int64_t rs, std::int64_t cs, const 
 }
 
 void compute(const void* a, std::int64_t rs, std::int64_t cs, const void* panel, std::int64_t k, std::int64_t nb,
-             float* c) {
+             float* c, bool accumulate, PanelJob* job) {
   const float* A = static_cast<const float*>(a);
   const float* P = static_cast<const float*>(panel);
+  Pacer<pack_rows> pacer(job, (nb / kNr) * (k / 8), 1);
   for (std::int64_t j0 = 0; j0 < nb; j0 += kNr) {
     if (cs == 1) {
-      block_12x32<true>(A, rs, 1, P + j0 * k, k, c + j0, nb);
+      block_12x32<true>(A, rs, 1, P + j0 * k, k, c + j0, nb, accumulate, pacer);
     } else {
-      block_12x32<false>(A, rs, cs, P + j0 * k, k, c + j0, nb);
+      block_12x32<false>(A, rs, cs, P + j0 * k, k, c + j0, nb, accumulate, pacer);
     }
   }
 }
@@ -156,8 +188,7 @@ void compute(const void* a, std::int64_t rs, std::int64_t cs, const void* panel,
 }  // namespace
 
 const IsaKernels& avx512_f32_kernels() {
-  static const IsaKernels k{"avx512-f32", kMr,    kNr,     1,       4,      4, no_thread_setup, no_thread_setup,
-                            pack_b,       a_direct, pack_a, compute, store_c, zero_c};
+  static const IsaKernels k{"avx512-f32", kMr, kNr, 1, 1, 4, 4, 512 * 1024, 1024, no_thread_setup, fence_streaming_stores, pack_b, a_direct, pack_a, compute, store_c, zero_c};
   return k;
 }
 

@@ -1,8 +1,8 @@
 // The instruction-set kernels of the cpu backend, behind one table of function pointers.
 //
-// The driver (gemm_driver.cpp) runs every group's GEMM as blocks: it packs a panel of B
-// (k x nb, zero padded), then for each strip of `mr` rows of A computes C[mr x nb] into a float
-// scratch block and stores the valid part to the output. Each instruction set brings its own
+// The driver (gemm_driver.cpp) runs every group's GEMM as blocks: a panel of B (k x nb, zero
+// padded) is packed, then for each strip of `mr` rows of A C[mr x nb] is computed into a float
+// scratch block and the valid part stored to the output. Each instruction set brings its own
 // packed formats, micro-kernel and store. The files that implement them are compiled with their
 // instruction set enabled and must only be called after run-time detection (cpu_features.hpp).
 #pragma once
@@ -29,28 +29,46 @@ struct OutView {
   DType dtype = DType::kF32;
 };
 
+// The packing of one B panel, advanced a slice at a time. The driver hands the next unit's panel
+// to the current unit's compute calls, which pack it between their own matrix instructions: the
+// weights' trip from memory then overlaps the arithmetic instead of following it.
+struct PanelJob {
+  MatrixView b;                 // source, at the panel's first column
+  std::int64_t k = 0, n = 0, nb = 0;
+  void* panel = nullptr;
+  std::int64_t next = 0;        // first k row not packed yet (a multiple of k_step)
+  std::int64_t limit = 0;       // how far this compute call should get
+  std::int64_t end = 0;         // all rows, zero padding included (round_up(k, k_align))
+};
+
 struct IsaKernels {
   const char* name;
   int mr;            // rows of one strip (C block height)
   int nr;            // panel widths are multiples of this
   int k_align;       // packed K is rounded up to a multiple of this
+  int k_step;        // packing proceeds in runs of this many k rows
   int b_elem_bytes;  // bytes per packed B element
   int a_elem_bytes;  // bytes per packed A element
+  int panel_budget;  // bytes of packed B per panel the driver aims for (sets the panel width)
+  int kc_max;        // longest k block per panel (a multiple of k_align); longer k is split
 
   // Per-thread setup/teardown around kernel use (AMX tile configuration); may be no-ops.
   void (*thread_begin)();
   void (*thread_end)();
 
-  // B[k x n] (n <= nb) -> a panel nb wide, zero padded in k and n.
-  void (*pack_b)(MatrixView b, std::int64_t k, std::int64_t n, std::int64_t nb, void* panel);
+  // Packs rows [job.next, job.limit) of B[k x n] (n <= nb) into the panel (nb wide, zero padded
+  // in k and n) and advances job.next.
+  void (*pack_b)(PanelJob& job);
   // Whether `compute` can read A in place (full strips only).
   bool (*a_direct)(MatrixView a, std::int64_t k);
   // A[rows x k] (rows <= mr) -> a strip of mr rows, zero padded; returns its row stride.
   std::int64_t (*pack_a)(MatrixView a, std::int64_t rows, std::int64_t k, void* strip);
-  // C[mr x nb] = A[mr x k] * panel, overwriting c (row stride nb). A is either a packed strip
-  // (col stride 1, row stride from pack_a) or, when a_direct, the caller's matrix.
+  // C[mr x nb] (+)= A[mr x k] * panel: overwrites c, or adds to it when `accumulate` (k split into
+  // blocks); c has row stride nb. A is either a packed strip (col stride 1, row stride from
+  // pack_a) or, when a_direct, the caller's matrix. Meanwhile it advances `job` (may be null) up
+  // to job->limit.
   void (*compute)(const void* a, std::int64_t a_row_stride, std::int64_t a_col_stride, const void* panel,
-                  std::int64_t k, std::int64_t nb, float* c);
+                  std::int64_t k, std::int64_t nb, float* c, bool accumulate, PanelJob* job);
   // out[rows x cols] = c (row stride ldc), converted to out.dtype.
   void (*store)(const float* c, std::int64_t ldc, std::int64_t rows, std::int64_t cols, OutView out);
   // out[rows x cols] = 0.

@@ -54,17 +54,20 @@ void put(void* base, DType dt, std::int64_t i, float v) {
 
 void noop() {}
 
-// panel: [nb / kNr][k][kNr] f32
-void pack_b(MatrixView b, std::int64_t k, std::int64_t n, std::int64_t nb, void* panel) {
-  float* p = static_cast<float*>(panel);
-  for (std::int64_t j0 = 0; j0 < nb; j0 += kNr) {
-    for (std::int64_t kk = 0; kk < k; ++kk) {
+// Panel: [nb / kNr][k][kNr] f32. Packs k rows [job.next, job.limit).
+void pack_b(PanelJob& job) {
+  const MatrixView& b = job.b;
+  float* p = static_cast<float*>(job.panel);
+  for (std::int64_t j0 = 0; j0 < job.nb; j0 += kNr) {
+    float* sub = p + j0 * job.k;
+    for (std::int64_t kk = job.next; kk < job.limit; ++kk) {
       for (int j = 0; j < kNr; ++j) {
         const std::int64_t col = j0 + j;
-        *p++ = col < n ? load(b.data, b.dtype, kk * b.row_stride + col * b.col_stride) : 0.0f;
+        sub[kk * kNr + j] = col < job.n ? load(b.data, b.dtype, kk * b.row_stride + col * b.col_stride) : 0.0f;
       }
     }
   }
+  job.next = job.limit;
 }
 
 bool a_direct(MatrixView, std::int64_t) { return false; }
@@ -80,11 +83,14 @@ std::int64_t pack_a(MatrixView a, std::int64_t rows, std::int64_t k, void* strip
 }
 
 void compute(const void* a, std::int64_t ars, std::int64_t acs, const void* panel, std::int64_t k, std::int64_t nb,
-             float* c) {
+             float* c, bool accumulate, PanelJob*) {
   const float* A = static_cast<const float*>(a);
   for (std::int64_t j0 = 0; j0 < nb; j0 += kNr) {
     const float* B = static_cast<const float*>(panel) + j0 * k;
     float acc[kMr][kNr] = {};
+    if (accumulate) {
+      for (int r = 0; r < kMr; ++r) std::memcpy(acc[r], c + r * nb + j0, sizeof(acc[r]));
+    }
     for (std::int64_t kk = 0; kk < k; ++kk) {
       for (int r = 0; r < kMr; ++r) {
         const float av = A[r * ars + kk * acs];
@@ -116,7 +122,7 @@ void zero(std::int64_t rows, std::int64_t cols, OutView out) {
 }  // namespace
 
 const IsaKernels& scalar_kernels() {
-  static const IsaKernels k{"scalar", kMr, kNr, 1, 4, 4, noop, noop, pack_b, a_direct, pack_a, compute, store, zero};
+  static const IsaKernels k{"scalar", kMr, kNr, 1, 1, 4, 4, 256 * 1024, 256, noop, noop, pack_b, a_direct, pack_a, compute, store, zero};
   return k;
 }
 
