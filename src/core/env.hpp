@@ -19,9 +19,15 @@ int num_threads();
 inline std::optional<std::string> cpu_isa() { return get("RAGDOT_CPU_ISA"); }
 // RAGDOT_CACHE_DIR: the JIT cache directory (default $XDG_CACHE_HOME/ragdot or ~/.cache/ragdot).
 std::string cache_dir();
-// RAGDOT_DUMP_SASS / RAGDOT_DUMP_PTX: write generated kernels' machine code / PTX next to the cache.
+// RAGDOT_DUMP_SOURCE: write each generated kernel's CUDA source to <cache dir>/dump/ when compiled.
+inline bool dump_source() { return flag("RAGDOT_DUMP_SOURCE"); }
+// RAGDOT_DUMP_SASS: write each compiled kernel's cubin, NVRTC/ptxas log and, when cuobjdump is on
+// PATH, its SASS to <cache dir>/dump/.
 inline bool dump_sass() { return flag("RAGDOT_DUMP_SASS"); }
-inline bool dump_ptx() { return flag("RAGDOT_DUMP_PTX"); }
+// RAGDOT_NVRTC_LIBRARY: path of the NVRTC shared library to load (default: libnvrtc.so.13, .12).
+inline std::string nvrtc_library() { return get("RAGDOT_NVRTC_LIBRARY").value_or(""); }
+// RAGDOT_CUDA_ARCH: compile GPU kernels for this architecture instead of the device's ("sm_80").
+inline std::optional<std::string> cuda_arch() { return get("RAGDOT_CUDA_ARCH"); }
 // RAGDOT_CHECKED: verify group sizes on the device at execute time (like PlanOptions::checked).
 inline bool checked() { return flag("RAGDOT_CHECKED"); }
 // RAGDOT_DEBUG: say once, on stderr, why an op was not taken by a backend or a lowering.

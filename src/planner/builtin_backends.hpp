@@ -10,8 +10,6 @@ const Backend& cpu_backend();
 const Backend& padded_cpu_backend();
 #if RAGDOT_HAVE_CUDA
 const Backend& cuda_backend();
-const Backend& cublas_backend();
-const Backend& padded_cuda_backend();
 #endif
 
 }  // namespace ragdot::planner

@@ -8,8 +8,6 @@ const std::vector<const Backend*>& registry() {
     std::vector<const Backend*> v;
 #if RAGDOT_HAVE_CUDA
     v.push_back(&cuda_backend());
-    v.push_back(&cublas_backend());
-    v.push_back(&padded_cuda_backend());
 #endif
     v.push_back(&cpu_backend());
     v.push_back(&padded_cpu_backend());

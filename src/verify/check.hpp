@@ -27,6 +27,9 @@ class MemoryOps {
 };
 
 MemoryOps& host_memory();
+// The memory a backend of `space` needs: host memory, or the first GPU through the CUDA driver
+// (loaded at run time). Null when there is no such memory here (no driver, no GPU); `why` says why.
+MemoryOps* memory_for(MemorySpace space, std::string* why = nullptr);
 
 struct CheckResult {
   bool passed = false;

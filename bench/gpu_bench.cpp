@@ -1,0 +1,355 @@
+// GPU benchmark, ragdot side: the cuda backend on the MoE shapes of WORKLOADS.md (prefill and
+// decode, uniform and skewed routing, forward and weight gradient), beside the cuBLAS peers
+// measured in the same process: the dense roof (one GEMM of the same FLOPs), the per-expert loop
+// and cublasGemmGroupedBatchedEx. Writes JSON with every case's group sizes so that the Python
+// peers (bench/gpu_peers.py) time exactly the same problems.
+//
+//   gpu_bench --json FILE [--reps N] [--only SUBSTRING] [--quick]
+#include <cublas_v2.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <string>
+#include <vector>
+
+#include "backends/cuda/cuda_driver.hpp"
+#include "backends/cuda/kernel_cache.hpp"
+#include "ragdot/ragdot.hpp"
+
+namespace {
+
+using namespace ragdot;
+const cuda::DriverApi* D = nullptr;
+
+#define CU(call)                                                                    \
+  do {                                                                              \
+    CUresult r_ = (call);                                                           \
+    if (r_ != CUDA_SUCCESS) {                                                       \
+      std::fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__,                       \
+                   cuda::cu_status(r_, #call).to_string().c_str());                 \
+      std::exit(1);                                                                 \
+    }                                                                               \
+  } while (0)
+#define CUBLAS(call)                                                                \
+  do {                                                                              \
+    cublasStatus_t s_ = (call);                                                     \
+    if (s_ != CUBLAS_STATUS_SUCCESS) {                                              \
+      std::fprintf(stderr, "%s:%d: cuBLAS error %d in %s\n", __FILE__, __LINE__, int(s_), #call); \
+      std::exit(1);                                                                 \
+    }                                                                               \
+  } while (0)
+
+struct DevBuf {
+  CUdeviceptr p = 0;
+  std::size_t bytes = 0;
+  explicit DevBuf(std::size_t n) : bytes(n) { CU(D->cuMemAlloc(&p, std::max<std::size_t>(n, 16))); }
+  ~DevBuf() { D->cuMemFree(p); }
+  void* ptr() const { return reinterpret_cast<void*>(p); }
+};
+
+// Random bf16 in [-1, 1): a 32 MiB random block tiled over the buffer (never zeros).
+void fill_bf16(DevBuf& b, std::uint64_t seed) {
+  const std::size_t block = std::min<std::size_t>(b.bytes / 2, 16u << 20);
+  std::vector<std::uint16_t> h(block);
+  workloads::SplitMix64 rng(seed);
+  for (auto& x : h) {
+    float v = float(rng.uniform() * 2 - 1);
+    if (v == 0) v = 0.25f;
+    std::uint32_t u;
+    std::memcpy(&u, &v, 4);
+    x = std::uint16_t(u >> 16);
+  }
+  CU(D->cuMemcpyHtoD(b.p, h.data(), block * 2));
+  for (std::size_t off = block * 2; off < b.bytes; off += block * 2)
+    CU(D->cuMemcpyDtoD(b.p + off, b.p, std::min(block * 2, b.bytes - off)));
+}
+
+// Median milliseconds of `fn` over `reps` timed runs after warm-up, with CUDA events.
+template <class F>
+double time_ms(CUstream s, int reps, F&& fn) {
+  for (int i = 0; i < 3; ++i) fn();
+  CU(D->cuStreamSynchronize(s));
+  std::vector<float> t;
+  CUevent a, b;
+  CU(D->cuEventCreate(&a, CU_EVENT_DEFAULT));
+  CU(D->cuEventCreate(&b, CU_EVENT_DEFAULT));
+  for (int i = 0; i < reps; ++i) {
+    CU(D->cuEventRecord(a, s));
+    fn();
+    CU(D->cuEventRecord(b, s));
+    CU(D->cuEventSynchronize(b));
+    float ms = 0;
+    CU(D->cuEventElapsedTime(&ms, a, b));
+    t.push_back(ms);
+  }
+  D->cuEventDestroy(a);
+  D->cuEventDestroy(b);
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+struct BenchCase {
+  std::string name;
+  std::string preset;
+  std::int64_t tokens;
+  std::string gemm;  // up / down
+  int mode;          // 1 forward, 2 weight gradient
+  double skew;
+};
+
+std::string json_escape(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    if (c == '"' || c == '\\') o += std::string("\\") + c;
+    else if (c == '\n') o += "\\n";
+    else if (static_cast<unsigned char>(c) < 0x20) o += ' ';
+    else o += c;
+  }
+  return o;
+}
+
+double wall_ms(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string json_path = "gpu_bench.json", only;
+  int reps = 20;
+  bool quick = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--json" && i + 1 < argc) json_path = argv[++i];
+    else if (a == "--reps" && i + 1 < argc) reps = std::atoi(argv[++i]);
+    else if (a == "--only" && i + 1 < argc) only = argv[++i];
+    else if (a == "--quick") quick = true;
+    else {
+      std::fprintf(stderr, "usage: gpu_bench [--json FILE] [--reps N] [--only SUBSTRING] [--quick]\n");
+      return 2;
+    }
+  }
+  std::string why;
+  D = cuda::driver(&why);
+  if (!D) {
+    std::fprintf(stderr, "gpu_bench: %s\n", why.c_str());
+    return 1;
+  }
+  CUdevice dev;
+  CUcontext ctx;
+  CU(D->cuDeviceGet(&dev, 0));
+  CU(D->cuDevicePrimaryCtxRetain(&ctx, dev));
+  CU(D->cuCtxPushCurrent(ctx));
+  char devname[256] = {};
+  D->cuDeviceGetName(devname, sizeof devname, dev);
+  CUstream stream;
+  CU(D->cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+  cublasHandle_t blas;
+  CUBLAS(cublasCreate(&blas));
+  CUBLAS(cublasSetStream(blas, reinterpret_cast<cudaStream_t>(stream)));
+
+  std::vector<BenchCase> cases = {
+      {"mixtral prefill up", "mixtral-8x7b", 4096, "up", 1, 0.0},
+      {"mixtral prefill up", "mixtral-8x7b", 4096, "up", 1, 1.2},
+      {"mixtral prefill down", "mixtral-8x7b", 4096, "down", 1, 0.0},
+      {"deepseek-v3 prefill up", "deepseek-v3", 4096, "up", 1, 0.0},
+      {"deepseek-v3 prefill up", "deepseek-v3", 4096, "up", 1, 1.2},
+      {"deepseek-v3 prefill down", "deepseek-v3", 4096, "down", 1, 0.0},
+      {"llama4-scout prefill up", "llama4-scout", 8192, "up", 1, 0.0},
+      {"qwen3 prefill up", "qwen3-30b-a3b", 8192, "up", 1, 0.0},
+      {"qwen3 prefill up", "qwen3-30b-a3b", 8192, "up", 1, 1.2},
+      {"deepseek-v3 decode up", "deepseek-v3", 128, "up", 1, 0.0},
+      {"mixtral decode up", "mixtral-8x7b", 32, "up", 1, 0.0},
+      {"mixtral wgrad up", "mixtral-8x7b", 4096, "up", 2, 0.0},
+      {"deepseek-v3 wgrad up", "deepseek-v3", 4096, "up", 2, 0.0},
+      {"deepseek-v3 wgrad up", "deepseek-v3", 4096, "up", 2, 1.2},
+  };
+  if (quick) cases.resize(3);
+
+  std::time_t now = std::time(nullptr);
+  char date[32];
+  std::strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", std::gmtime(&now));
+  std::FILE* js = std::fopen(json_path.c_str(), "w");
+  if (!js) {
+    std::fprintf(stderr, "gpu_bench: cannot write %s\n", json_path.c_str());
+    return 1;
+  }
+  std::fprintf(js, "{\"date\": \"%s\", \"device\": \"%s\", \"cases\": [\n", date, devname);
+  bool first_case = true;
+  int index = 0, failures = 0;
+  for (const auto& bc : cases) {
+    ++index;
+    if (!only.empty() && bc.name.find(only) == std::string::npos) continue;
+    const auto preset = workloads::find_preset(bc.preset).value();
+    const auto gemms = workloads::layer_gemms(preset, bc.tokens);
+    const auto& g = bc.gemm == "up" ? gemms[0] : gemms[1];
+    const std::int64_t M = g.m, K = g.k, N = g.n, E = g.groups;
+    const auto sizes = workloads::route_group_sizes(bc.tokens, preset.top_k, E, bc.skew, 42);
+    std::int64_t active = 0, max_rows = 0;
+    for (auto s : sizes) {
+      active += s > 0;
+      max_rows = std::max(max_rows, s);
+    }
+    std::fprintf(stderr, "[%d/%zu] %s skew=%.1f M=%lld K=%lld N=%lld E=%lld mode=%d\n", index, cases.size(),
+                 bc.name.c_str(), bc.skew, (long long)M, (long long)K, (long long)N, (long long)E, bc.mode);
+
+    // operands. mode 1: x [M,K], w [E,K,N] -> y [M,N]. mode 2: x [M,K], dy [M,N] -> dw [E,K,N].
+    DevBuf x(std::size_t(M * K) * 2), w(std::size_t(E * K * N) * 2), y(std::size_t(M * N) * 2);
+    DevBuf gs(std::size_t(E) * 4);
+    fill_bf16(x, 1);
+    if (bc.mode == 1) fill_bf16(w, 2); else fill_bf16(y, 3);
+    std::vector<std::int32_t> gs32(sizes.begin(), sizes.end());
+    CU(D->cuMemcpyHtoD(gs.p, gs32.data(), gs32.size() * 4));
+
+    // A case that fails is recorded with its reason and the run goes on, so that one bad case
+    // does not hide the others' numbers.
+    auto record_failure = [&](const char* stage, const std::string& message) {
+      std::fprintf(stderr, "  %s failed: %s\n", stage, message.c_str());
+      std::fprintf(js, "%s  {\"name\": \"%s\", \"preset\": \"%s\", \"tokens\": %lld, \"gemm\": \"%s\", "
+                       "\"mode\": %d, \"skew\": %.2f, \"error\": \"%s: %s\"}",
+                   first_case ? "" : ",\n", bc.name.c_str(), bc.preset.c_str(), (long long)bc.tokens,
+                   bc.gemm.c_str(), bc.mode, bc.skew, stage, json_escape(message).c_str());
+      std::fflush(js);
+      first_case = false;
+      ++failures;
+    };
+    RaggedDotSpec spec;
+    spec.group_sizes = {DType::kI32, {E}};
+    if (bc.mode == 1) {
+      spec.lhs = {DType::kBF16, {M, K}};
+      spec.rhs = {DType::kBF16, {E, K, N}};
+      spec.dims = RaggedDotDimensionNumbers::ragged_dot();
+    } else {
+      spec.lhs = {DType::kBF16, {M, K}};
+      spec.rhs = {DType::kBF16, {M, N}};
+      spec.dims = RaggedDotDimensionNumbers{};  // the spec defaults to ragged_dot's numbers
+      spec.dims.dot.lhs_contracting = {0};
+      spec.dims.dot.rhs_contracting = {0};
+      spec.dims.lhs_ragged = {0};
+    }
+    auto op = RaggedDot::create(spec);
+    if (!op.ok()) {
+      record_failure("op", op.status().to_string());
+      continue;
+    }
+    PlanOptions po;
+    po.backend = "cuda";
+    auto t0 = std::chrono::steady_clock::now();
+    auto plan = make_plan(*op, po);
+    const double plan_first_ms = wall_ms(t0);
+    if (!plan.ok()) {
+      record_failure("plan", plan.status().to_string());
+      continue;
+    }
+    cuda::KernelCache::instance().clear_memory();
+    t0 = std::chrono::steady_clock::now();
+    auto plan_disk = make_plan(*op, po);
+    const double plan_disk_ms = wall_ms(t0);
+    t0 = std::chrono::steady_clock::now();
+    auto plan_mem = make_plan(*op, po);
+    const double plan_mem_ms = wall_ms(t0);
+
+    ExecuteArgs args;
+    args.lhs = {x.ptr(), x.bytes, MemorySpace::kDevice};
+    args.rhs = {bc.mode == 1 ? w.ptr() : y.ptr(), bc.mode == 1 ? w.bytes : y.bytes, MemorySpace::kDevice};
+    args.group_sizes = {gs.ptr(), gs.bytes, MemorySpace::kDevice};
+    args.out = {bc.mode == 1 ? y.ptr() : w.ptr(), bc.mode == 1 ? y.bytes : w.bytes, MemorySpace::kDevice};
+    args.stream = stream;
+    Status st;
+    const double ragdot_ms = time_ms(stream, reps, [&] {
+      st = plan->execute(args);
+    });
+    if (!st.is_ok()) {
+      record_failure("execute", st.to_string());
+      continue;
+    }
+
+    // cuBLAS peers (row-major C = A B computed as column-major C^T = B^T A^T)
+    const float one = 1.0f, zero = 0.0f;
+    double dense_ms = -1, loop_ms = -1, grouped_ms = -1;
+    if (bc.mode == 1) {
+      DevBuf cd(std::size_t(M * N) * 2);
+      dense_ms = time_ms(stream, reps, [&] {
+        CUBLAS(cublasGemmEx(blas, CUBLAS_OP_N, CUBLAS_OP_N, int(N), int(M), int(K), &one, w.ptr(), CUDA_R_16BF, int(N),
+                            x.ptr(), CUDA_R_16BF, int(K), &zero, cd.ptr(), CUDA_R_16BF, int(N), CUBLAS_COMPUTE_32F,
+                            CUBLAS_GEMM_DEFAULT));
+      });
+      std::vector<std::int64_t> start(std::size_t(E) + 1, 0);
+      for (std::int64_t e = 0; e < E; ++e) start[e + 1] = start[e] + sizes[e];
+      loop_ms = time_ms(stream, reps, [&] {
+        for (std::int64_t e = 0; e < E; ++e) {
+          if (sizes[e] == 0) continue;
+          CUBLAS(cublasGemmEx(blas, CUBLAS_OP_N, CUBLAS_OP_N, int(N), int(sizes[e]), int(K), &one,
+                              static_cast<char*>(w.ptr()) + std::size_t(e * K * N) * 2, CUDA_R_16BF, int(N),
+                              static_cast<char*>(x.ptr()) + std::size_t(start[e] * K) * 2, CUDA_R_16BF, int(K), &zero,
+                              static_cast<char*>(cd.ptr()) + std::size_t(start[e] * N) * 2, CUDA_R_16BF, int(N),
+                              CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+        }
+      });
+      // grouped: one problem per non-empty expert, pointer arrays on the device, shapes on the host
+      std::vector<cublasOperation_t> ta, tb;
+      std::vector<int> mm, nn, kk, lda, ldb, ldc, group_size;
+      std::vector<float> alpha, beta;
+      std::vector<const void*> pa, pb;
+      std::vector<void*> pc;
+      for (std::int64_t e = 0; e < E; ++e) {
+        if (sizes[e] == 0) continue;
+        ta.push_back(CUBLAS_OP_N);
+        tb.push_back(CUBLAS_OP_N);
+        mm.push_back(int(N));
+        nn.push_back(int(sizes[e]));
+        kk.push_back(int(K));
+        lda.push_back(int(N));
+        ldb.push_back(int(K));
+        ldc.push_back(int(N));
+        group_size.push_back(1);
+        alpha.push_back(1.0f);
+        beta.push_back(0.0f);
+        pa.push_back(static_cast<char*>(w.ptr()) + std::size_t(e * K * N) * 2);
+        pb.push_back(static_cast<char*>(x.ptr()) + std::size_t(start[e] * K) * 2);
+        pc.push_back(static_cast<char*>(cd.ptr()) + std::size_t(start[e] * N) * 2);
+      }
+      const int groups = int(pa.size());
+      DevBuf dpa(std::size_t(groups) * 8), dpb(std::size_t(groups) * 8), dpc(std::size_t(groups) * 8);
+      CU(D->cuMemcpyHtoD(dpa.p, pa.data(), std::size_t(groups) * 8));
+      CU(D->cuMemcpyHtoD(dpb.p, pb.data(), std::size_t(groups) * 8));
+      CU(D->cuMemcpyHtoD(dpc.p, pc.data(), std::size_t(groups) * 8));
+      grouped_ms = time_ms(stream, reps, [&] {
+        CUBLAS(cublasGemmGroupedBatchedEx(blas, ta.data(), tb.data(), mm.data(), nn.data(), kk.data(), alpha.data(),
+                                          static_cast<const void* const*>(dpa.ptr()), CUDA_R_16BF, lda.data(),
+                                          static_cast<const void* const*>(dpb.ptr()), CUDA_R_16BF, ldb.data(),
+                                          beta.data(), static_cast<void* const*>(dpc.ptr()), CUDA_R_16BF, ldc.data(),
+                                          groups, group_size.data(), CUBLAS_COMPUTE_32F));
+      });
+    }
+    const double flops = 2.0 * double(M) * double(K) * double(N);
+    const double bytes = 2.0 * (double(active) * K * N + double(M) * K + double(M) * N);
+    std::fprintf(stderr, "  ragdot %.3f ms (%.0f TF/s)  dense %.3f  loop %.3f  cublas-grouped %.3f  | %s\n", ragdot_ms,
+                 flops / ragdot_ms / 1e9, dense_ms, loop_ms, grouped_ms, plan->variant().c_str());
+    std::fprintf(js, "%s  {\"name\": \"%s\", \"preset\": \"%s\", \"tokens\": %lld, \"gemm\": \"%s\", \"mode\": %d, "
+                     "\"skew\": %.2f, \"M\": %lld, \"K\": %lld, \"N\": %lld, \"E\": %lld, \"active_experts\": %lld, "
+                     "\"max_group\": %lld, \"flops\": %.6g, \"min_bytes\": %.6g, \"variant\": \"%s\", "
+                     "\"plan_compile_ms\": %.2f, \"plan_disk_cache_ms\": %.3f, \"plan_memory_cache_ms\": %.3f, "
+                     "\"ms\": {\"ragdot\": %.5f, \"dense_roof\": %.5f, \"per_expert_loop\": %.5f, "
+                     "\"cublas_grouped\": %.5f}, \"group_sizes\": [",
+                 first_case ? "" : ",\n", bc.name.c_str(), bc.preset.c_str(), (long long)bc.tokens, bc.gemm.c_str(),
+                 bc.mode, bc.skew, (long long)M, (long long)K, (long long)N, (long long)E, (long long)active,
+                 (long long)max_rows, flops, bytes, json_escape(plan->variant()).c_str(), plan_first_ms, plan_disk_ms,
+                 plan_mem_ms, ragdot_ms, dense_ms, loop_ms, grouped_ms);
+    for (std::size_t i = 0; i < sizes.size(); ++i) std::fprintf(js, "%s%lld", i ? ", " : "", (long long)sizes[i]);
+    std::fprintf(js, "]}");
+    std::fflush(js);
+    first_case = false;
+    (void)plan_disk;
+    (void)plan_mem;
+  }
+  std::fprintf(js, "\n]}\n");
+  std::fclose(js);
+  cublasDestroy(blas);
+  if (failures) std::fprintf(stderr, "gpu_bench: %d case(s) failed (recorded in %s)\n", failures, json_path.c_str());
+  return failures ? 1 : 0;
+}

@@ -1,0 +1,80 @@
+#!/usr/bin/env python3
+"""Merges gpu_bench (ragdot + cuBLAS peers) and gpu_peers (torch, JAX) results into one JSON and a
+markdown table of TFLOP/s and ratios, with the roof of each case (compute or weight bytes).
+
+    gpu_report.py --bench gpu_bench.json --peers torch.json [--peers jax.json] --json all.json --md table.md
+"""
+import argparse
+import json
+
+PEAK_TFLOPS = 790.0    # bf16 dense, measured on the H200 (WORKLOADS.md)
+COPY_TBPS = 4.3        # device copy bandwidth, read + write
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bench", required=True)
+    ap.add_argument("--peers", action="append", default=[])
+    ap.add_argument("--json", required=True)
+    ap.add_argument("--md", required=True)
+    ap.add_argument("--commit", default="")
+    a = ap.parse_args()
+    bench = json.load(open(a.bench))
+    peer_sets = [json.load(open(p))["results"] for p in a.peers]
+    rows = []
+    failed = []
+    for i, c in enumerate(bench["cases"]):
+        if "error" in c:
+            failed.append(c)
+            continue
+        ms = dict(c["ms"])
+        notes = {}
+        for ps in peer_sets:
+            if i < len(ps) and ps[i]["name"] == c["name"] and ps[i]["skew"] == c["skew"]:
+                ms.update(ps[i]["ms"])
+                notes.update(ps[i].get("notes", {}))
+        tf = {k: (c["flops"] / v / 1e9 if v and v > 0 else None) for k, v in ms.items()}
+        roof = c["flops"] / max(c["flops"] / (PEAK_TFLOPS * 1e12), c["min_bytes"] / (COPY_TBPS * 1e12)) / 1e12
+        r = dict(c)
+        r.pop("group_sizes", None)
+        r.update({"ms": ms, "tflops": tf, "roof_tflops": roof, "notes": notes})
+        rag = tf.get("ragdot")
+        r["ratios"] = {k: (rag / v if rag and v else None) for k, v in tf.items() if k != "ragdot"}
+        r["ratio_to_roof"] = rag / roof if rag else None
+        r["ragdot_gbps_min_bytes"] = c["min_bytes"] / ms["ragdot"] / 1e6 if ms.get("ragdot") else None
+        rows.append(r)
+    json.dump({"date": bench["date"], "device": bench["device"], "commit": a.commit, "rows": rows, "failed": failed},
+              open(a.json, "w"), indent=1)
+
+    peers = ["dense_roof", "torch_grouped_mm", "cublas_grouped", "per_expert_loop", "padded", "jax_ragged_dot"]
+    def f(x, d=0):
+        return "—" if x is None else f"{x:.{d}f}"
+    lines = [f"GPU: {bench['device']}, {bench['date']}, commit {a.commit or '?'}; TFLOP/s on useful FLOPs "
+             f"(ratio ragdot/peer in parentheses); roof = min(compute {PEAK_TFLOPS:.0f} TF/s, weight bytes at "
+             f"{COPY_TBPS} TB/s).", "",
+             "| case | skew | M | K | N | ragdot | roof (ratio) | " + " | ".join(peers) + " | variant |",
+             "|---|---|---|---|---|---|---|" + "---|" * len(peers) + "---|"]
+    for r in rows:
+        cells = []
+        for p in peers:
+            t = r["tflops"].get(p)
+            if t is None:
+                note = r["notes"].get(p) or r["notes"].get("jax" if p.startswith("jax") else "torch")
+                cells.append("n/a" if not note else note[:20])
+            else:
+                cells.append(f"{t:.0f} ({r['ratios'][p]:.2f})")
+        lines.append(f"| {r['name']} | {r['skew']:.1f} | {r['M']} | {r['K']} | {r['N']} | {f(r['tflops']['ragdot'], 1)} | "
+                     f"{r['roof_tflops']:.0f} ({f(r['ratio_to_roof'], 2)}) | " + " | ".join(cells) +
+                     f" | {r['variant'].split(' grid')[0]} |")
+    for c in failed:
+        lines.append(f"| {c['name']} | {c['skew']:.1f} | FAILED: {c['error'][:120]} |")
+    lines += ["", "JIT: first compile / disk-cache load / memory-cache plan, per case (ms):", ""]
+    for r in rows:
+        lines.append(f"- {r['name']} skew {r['skew']}: {r['plan_compile_ms']:.0f} / {r['plan_disk_cache_ms']:.2f} / "
+                     f"{r['plan_memory_cache_ms']:.3f}")
+    open(a.md, "w").write("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()

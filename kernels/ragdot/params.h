@@ -1,0 +1,35 @@
+// The one argument every ragdot GPU kernel takes, by value. Plain C types only: this header is
+// compiled by the host compiler (to fill it) and by NVRTC (to read it), and both must agree on
+// its layout.
+#pragma once
+
+#define RAGDOT_MAX_OUTER_DIMS 6
+
+struct RagdotKernelParams {
+  const void* lhs;
+  const void* rhs;
+  const void* group_sizes;   // int32 or int64, [gs_rows, num_groups], on the device
+  const int* group_offset;   // int32[1] on the device, or null
+  void* out;
+
+  // element strides of the per-group GEMM (see GroupGemmProblem)
+  long long lhs_m, lhs_k;
+  long long rhs_g, rhs_k, rhs_n;
+  long long out_g, out_m, out_n;
+  long long m, n, k;
+
+  long long ragged_extent;  // size of the ragged dim in group-size units
+  long long ragged_unit;    // elements of m (mode 1) or k (mode 2) per group-size unit
+  int num_groups;           // entries per group_sizes row
+  int computed_groups;      // groups computed (local groups with an offset)
+  int gs_is_int64;
+  int gs_rows_for_check;    // rows of group_sizes (checked mode)
+
+  // outer (batch-like) dims: gridDim.y walks their product
+  int outer_rank;
+  long long outer_size[RAGDOT_MAX_OUTER_DIMS];
+  long long outer_lhs[RAGDOT_MAX_OUTER_DIMS];
+  long long outer_rhs[RAGDOT_MAX_OUTER_DIMS];
+  long long outer_out[RAGDOT_MAX_OUTER_DIMS];
+  long long outer_gs[RAGDOT_MAX_OUTER_DIMS];
+};

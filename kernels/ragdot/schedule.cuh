@@ -1,0 +1,191 @@
+// The persistent tile scheduler every kernel family shares. Group sizes stay on the device: each
+// CTA reads its row of group sizes, clamps them (negative -> 0, running sum capped at the ragged
+// extent), and prefix-sums them into shared memory, so no pre-pass kernel and no host sync are
+// needed. Tiles are linearized over (segment, n-tile, m-tile), m-tiles of one weight tile
+// adjacent so that neighbouring CTAs share it in L2. Mode 1 adds two zero segments (rows before
+// the first computed group and past the last), which write zeros instead of computing.
+#pragma once
+
+#include "ragdot/common.cuh"
+
+namespace ragdot {
+
+// Where one CTA's outer index puts each operand, in elements.
+struct OuterOffsets {
+  i64 lhs, rhs, out, gs_row;
+};
+
+__device__ __forceinline__ OuterOffsets outer_offsets(const RagdotKernelParams& p, i64 outer_index) {
+  OuterOffsets o = {0, 0, 0, 0};
+  i64 gs = 0, rem = outer_index;
+  for (int d = p.outer_rank - 1; d >= 0; --d) {
+    const i64 i = rem % p.outer_size[d];
+    rem /= p.outer_size[d];
+    o.lhs += i * p.outer_lhs[d];
+    o.rhs += i * p.outer_rhs[d];
+    o.out += i * p.outer_out[d];
+    gs += i * p.outer_gs[d];
+  }
+  o.gs_row = p.num_groups > 0 ? gs / p.num_groups : 0;
+  return o;
+}
+
+// One unit of work. Rows are in the GEMM's m coordinates; k_begin/k_len in its k coordinates.
+struct Tile {
+  i64 m0, row_end;  // first row, one past the last row this tile may store
+  i64 n0;
+  i64 k_begin, k_len;
+  int group;        // local group index (selects the weight matrix in mode 1, the output in mode 2)
+  bool zero;        // write zeros, read nothing
+};
+
+template <int kMode, int kBM, int kBN, int kThreads>
+struct Scheduler {
+  // Shared memory this scheduler needs, in bytes (group starts + tile prefix), for G groups.
+  __host__ __device__ static constexpr i64 smem_bytes(i64 groups, i64 local_groups) {
+    return ((groups + 1) + (local_groups + 3)) * 4;
+  }
+
+  int* starts;       // [G + 1], clamped group starts in group-size units
+  int* tile_prefix;  // [S + 1], mode 1 only
+  int segments;
+  int offset;        // first computed group
+  i64 n_tiles, total_tiles;
+  i64 m, unit;
+
+  __device__ __forceinline__ void init(const RagdotKernelParams& p, i64 gs_row, int* smem, i64* scan_scratch) {
+    const int G = p.num_groups, L = p.computed_groups;
+    starts = smem;
+    tile_prefix = smem + (G + 1);
+    m = p.m;
+    unit = p.ragged_unit;
+    n_tiles = ceil_div(p.n, kBN);
+    offset = 0;
+    if (kMode == 3) {
+      segments = 1;
+      total_tiles = ceil_div(p.m, kBM) * n_tiles;
+      return;
+    }
+    if (p.group_offset != 0 && L < G) offset = imin(imax(*p.group_offset, 0), G - L);
+
+    // 1. clamped group starts
+    const int per_thread = (G + kThreads - 1) / kThreads;
+    const int first = threadIdx.x * per_thread, last = imin(first + per_thread, G);
+    const i64 extent = p.ragged_extent;
+    i64 local = 0;
+    for (int i = first; i < last; ++i) local += imax(read_size(p, gs_row, i), (i64)0);
+    i64 total;
+    i64 running = block_exclusive_scan<kThreads>(local, scan_scratch, total);
+    for (int i = first; i < last; ++i) {
+      starts[i] = (int)imin(running, extent);
+      running += imax(read_size(p, gs_row, i), (i64)0);
+    }
+    if (threadIdx.x == 0) starts[G] = (int)imin(total, extent);
+    __syncthreads();
+
+    if (kMode == 2) {
+      segments = L;
+      total_tiles = (i64)L * ceil_div(p.m, kBM) * n_tiles;
+      return;
+    }
+    // 2. mode 1: tiles per segment (L groups, then the head and tail zero segments), prefix-summed
+    segments = L + 2;
+    const int spt = (segments + kThreads - 1) / kThreads;
+    const int sfirst = threadIdx.x * spt, slast = imin(sfirst + spt, segments);
+    i64 tiles = 0;
+    for (int s = sfirst; s < slast; ++s) tiles += segment_tiles(s, L);
+    i64 run = block_exclusive_scan<kThreads>(tiles, scan_scratch, total);
+    for (int s = sfirst; s < slast; ++s) {
+      tile_prefix[s] = (int)run;
+      run += segment_tiles(s, L);
+    }
+    if (threadIdx.x == 0) tile_prefix[segments] = (int)total;
+    total_tiles = total;
+    __syncthreads();
+  }
+
+  __device__ __forceinline__ static i64 read_size(const RagdotKernelParams& p, i64 row, int i) {
+    const i64 idx = row * p.num_groups + i;
+    return p.gs_is_int64 ? ((const i64*)p.group_sizes)[idx] : (i64)((const int*)p.group_sizes)[idx];
+  }
+
+  // Mode 1 segment rows: [begin, end) in m.
+  __device__ __forceinline__ void segment_rows(int s, int L, i64& begin, i64& end) const {
+    if (s < L) {
+      begin = (i64)starts[offset + s] * unit;
+      end = (i64)starts[offset + s + 1] * unit;
+    } else if (s == L) {
+      begin = 0;
+      end = (i64)starts[offset] * unit;
+    } else {
+      begin = (i64)starts[offset + L] * unit;
+      end = m;
+    }
+  }
+  __device__ __forceinline__ i64 segment_tiles(int s, int L) const {
+    i64 b, e;
+    segment_rows(s, L, b, e);
+    return ceil_div(e - b, kBM) * n_tiles;
+  }
+
+  __device__ __forceinline__ Tile tile(const RagdotKernelParams& p, i64 t) const {
+    Tile r;
+    r.zero = false;
+    r.group = 0;
+    if (kMode == 3) {
+      const i64 m_tiles = ceil_div(p.m, kBM);
+      r.m0 = (t % m_tiles) * kBM;
+      r.n0 = (t / m_tiles) * kBN;
+      r.row_end = p.m;
+      r.k_begin = 0;
+      r.k_len = p.k;
+      return r;
+    }
+    if (kMode == 2) {
+      const i64 m_tiles = ceil_div(p.m, kBM);
+      const i64 per_group = m_tiles * n_tiles;
+      const int g = (int)(t / per_group);
+      const i64 local = t - g * per_group;
+      r.group = g;
+      r.m0 = (local % m_tiles) * kBM;
+      r.n0 = (local / m_tiles) * kBN;
+      r.row_end = p.m;
+      r.k_begin = (i64)starts[offset + g] * unit;
+      r.k_len = (i64)starts[offset + g + 1] * unit - r.k_begin;
+      return r;
+    }
+    // mode 1: the segment whose tile range holds t (binary search over the prefix)
+    int lo = 0, hi = segments;  // tile_prefix[lo] <= t < tile_prefix[hi]
+    while (hi - lo > 1) {
+      const int mid = (lo + hi) >> 1;
+      if ((i64)tile_prefix[mid] <= t) lo = mid; else hi = mid;
+    }
+    const int L = p.computed_groups;
+    i64 begin, end;
+    segment_rows(lo, L, begin, end);
+    const i64 m_tiles = ceil_div(end - begin, kBM);
+    const i64 local = t - tile_prefix[lo];
+    r.group = lo;
+    r.zero = lo >= L;
+    r.m0 = begin + (local % m_tiles) * kBM;
+    r.n0 = (local / m_tiles) * kBN;
+    r.row_end = end;
+    r.k_begin = 0;
+    r.k_len = p.k;
+    return r;
+  }
+};
+
+// Writes zeros to rows [0, rows) x cols [0, cols) of a tile of the output.
+template <class OutT, int kThreads, int kBN>
+__device__ __forceinline__ void store_zero_tile(typename Storage<OutT>::type* out, i64 out_m, i64 out_n, i64 rows,
+                                                i64 cols) {
+  typedef typename Storage<OutT>::type O;
+  const i64 count = rows * kBN;
+  for (i64 i = threadIdx.x; i < count; i += kThreads) {
+    const i64 r = i / kBN, c = i % kBN;
+    if (c < cols) out[r * out_m + c * out_n] = from_float(0.0f, OutT());
+  }
+}
+
+}  // namespace ragdot

@@ -1,0 +1,233 @@
+// Hopper family (sm_90a), mode 1: warp-specialized, persistent. One producer warp issues TMA
+// loads of the A tile (token rows, one 2-D tensor map over the whole lhs) and the B tile (the
+// group's weights, one 3-D tensor map whose third coordinate is the group) into a ring of
+// shared-memory stages that complete on mbarriers; two consumer warpgroups issue wgmma on them
+// (each owns 64 rows of the BM=128 tile) and store straight from the accumulators, masking rows at
+// group boundaries. The producer runs ahead across tiles, so the next tile's loads overlap the
+// current tile's epilogue. setmaxnreg moves registers from the producer to the consumers.
+//
+// Shared memory: [scheduler table][pad to 1024][stage 0: A | B][stage 1] ... . Every tile is
+// stored 128B-swizzled as TMA writes it and wgmma reads it; 1024-byte alignment keeps the swizzle
+// pattern anchored.
+//
+// The generated prelude defines `struct V` with kBN, kStages, kBKMajor, typedef In, typedef Out,
+// and `struct Mma` with `run(float (&d)[kBN / 2], u64 desc_a, u64 desc_b, int accumulate)`: the
+// one wgmma instruction of the variant (m64 x kBN x k16), written out by the generator.
+#pragma once
+
+#include "ragdot/schedule.cuh"
+
+namespace ragdot {
+namespace hopper {
+
+// A CUtensorMap as the kernel sees it: 128 opaque bytes, 64-byte aligned.
+struct __align__(64) TensorMap {
+  u64 opaque[16];
+};
+
+__device__ __forceinline__ void mbar_init(u32 bar, int count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count));
+}
+__device__ __forceinline__ void mbar_expect_tx(u32 bar, u32 bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(u32 bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+// Waits until the phase of parity `parity` has completed (a fresh barrier counts parity 1 as done).
+__device__ __forceinline__ void mbar_wait(u32 bar, u32 parity) {
+  asm volatile(
+      "{\n"
+      ".reg .pred done;\n"
+      "WAIT:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra WAIT;\n"
+      "}\n" ::"r"(bar),
+      "r"(parity)
+      : "memory");
+}
+
+__device__ __forceinline__ void tma_load_2d(u32 dst, const TensorMap* map, u32 bar, int c0, int c1) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];\n" ::"r"(
+          dst),
+      "l"(map), "r"(bar), "r"(c0), "r"(c1)
+      : "memory");
+}
+__device__ __forceinline__ void tma_load_3d(u32 dst, const TensorMap* map, u32 bar, int c0, int c1, int c2) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5}], "
+      "[%2];\n" ::"r"(dst),
+      "l"(map), "r"(bar), "r"(c0), "r"(c1), "r"(c2)
+      : "memory");
+}
+__device__ __forceinline__ void prefetch_map(const TensorMap* map) {
+  asm volatile("prefetch.tensormap [%0];\n" ::"l"(map) : "memory");
+}
+
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int N> __device__ __forceinline__ void wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+// Keeps the compiler from moving accumulator accesses across the asynchronous wgmma window.
+__device__ __forceinline__ void fence_operand(float& x) { asm volatile("" : "+f"(x)::"memory"); }
+
+template <int kRegs> __device__ __forceinline__ void regs_dealloc() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kRegs));
+}
+template <int kRegs> __device__ __forceinline__ void regs_alloc() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kRegs));
+}
+
+// Shared-memory matrix descriptor, 128-byte swizzle. Offsets in bytes.
+//   K-major tiles (rows of 64 elements = 128 bytes along k): leading offset unused, stride
+//   offset = 1024 (from one 8-row group to the next); stepping k by 16 adds 32 bytes.
+//   MN-major tiles (TMA boxes of 64 n x kBK k rows): leading offset = bytes from one 64-wide
+//   n chunk to the next, stride offset = 1024 (from one 8-k group to the next).
+__device__ __forceinline__ u64 smem_desc(u32 addr, u32 leading_bytes, u32 stride_bytes) {
+  u64 d = 0;
+  d |= (u64)((addr & 0x3FFFF) >> 4);
+  d |= (u64)((leading_bytes >> 4) & 0x3FFF) << 16;
+  d |= (u64)((stride_bytes >> 4) & 0x3FFF) << 32;
+  d |= (u64)1 << 62;  // 128-byte swizzle
+  return d;
+}
+
+template <class V, class Mma>
+struct Kernel {
+  static constexpr int kBM = 128, kBN = V::kBN, kBK = 64, kStages = V::kStages;
+  static constexpr int kThreads = 384;  // warpgroup 0: producer; 1 and 2: consumers
+  static constexpr int kATileBytes = kBM * kBK * 2, kBTileBytes = kBN * kBK * 2;
+  static constexpr int kStageBytes = kATileBytes + kBTileBytes;
+  static constexpr int kAcc = kBN / 2;  // f32 accumulators per consumer thread (64 x kBN / 128)
+  static_assert(kBN % 64 == 0 && kBN <= 256, "tile n");
+  typedef Scheduler<1, kBM, kBN, kThreads> Sched;
+  typedef typename Storage<typename V::Out>::type O;
+
+  static __device__ __forceinline__ void run(const RagdotKernelParams& p, const TensorMap* map_a,
+                                             const TensorMap* map_b, unsigned char* smem) {
+    __shared__ i64 scan_scratch[33];
+    __shared__ __align__(8) u64 full_bar[kStages], empty_bar[kStages];
+    Sched sched;
+    sched.init(p, 0, (int*)smem, scan_scratch);
+    const u32 table_end = smem_address(smem) + (u32)Sched::smem_bytes(p.num_groups, p.computed_groups);
+    const u32 ring = (table_end + 1023u) & ~1023u;
+
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    if (threadIdx.x == 0) {
+      for (int s = 0; s < kStages; ++s) {
+        mbar_init(smem_address(&full_bar[s]), 1);
+        mbar_init(smem_address(&empty_bar[s]), 2);  // one arrival per consumer warpgroup
+      }
+      asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+      prefetch_map(map_a);
+      prefetch_map(map_b);
+    }
+    __syncthreads();
+
+    if (warp < 4) {
+      regs_dealloc<40>();
+      if (warp == 0 && lane == 0) produce(p, sched, map_a, map_b, ring, full_bar, empty_bar);
+    } else {
+      regs_alloc<232>();
+      consume(p, sched, ring, full_bar, empty_bar, (threadIdx.x - 128) >> 7);
+    }
+  }
+
+  static __device__ __forceinline__ void produce(const RagdotKernelParams& p, const Sched& sched,
+                                                 const TensorMap* map_a, const TensorMap* map_b, u32 ring,
+                                                 u64* full_bar, u64* empty_bar) {
+    u32 it = 0;
+    for (i64 t = blockIdx.x; t < sched.total_tiles; t += gridDim.x) {
+      const Tile tile = sched.tile(p, t);
+      if (tile.zero) continue;
+      const int k_tiles = (int)ceil_div(tile.k_len, kBK);
+      for (int kt = 0; kt < k_tiles; ++kt, ++it) {
+        const u32 s = it % kStages, phase = (it / kStages) & 1;
+        const u32 full = smem_address(&full_bar[s]);
+        mbar_wait(smem_address(&empty_bar[s]), phase ^ 1);
+        mbar_expect_tx(full, kStageBytes);
+        const u32 a_dst = ring + s * kStageBytes, b_dst = a_dst + kATileBytes;
+        const int k0 = kt * kBK;
+        tma_load_2d(a_dst, map_a, full, k0, (int)tile.m0);
+        if (V::kBKMajor) {
+          tma_load_3d(b_dst, map_b, full, k0, (int)tile.n0, tile.group);
+        } else {
+#pragma unroll
+          for (int j = 0; j < kBN / 64; ++j)
+            tma_load_3d(b_dst + j * (kBK * 128), map_b, full, (int)tile.n0 + j * 64, k0, tile.group);
+        }
+      }
+    }
+  }
+
+  static __device__ __forceinline__ void consume(const RagdotKernelParams& p, const Sched& sched, u32 ring,
+                                                 u64* full_bar, u64* empty_bar, int wg) {
+    const int tid = threadIdx.x & 127, warp = tid >> 5, lane = tid & 31;
+    O* out = (O*)p.out;
+    u32 it = 0;
+    float acc[kAcc];
+    for (i64 t = blockIdx.x; t < sched.total_tiles; t += gridDim.x) {
+      const Tile tile = sched.tile(p, t);
+      const i64 cols_lim = p.n - tile.n0;
+      const i64 rows_here = imin((i64)kBM, tile.row_end - tile.m0) - wg * 64;  // this warpgroup's rows
+      O* otile = out + (tile.m0 + wg * 64) * p.out_m + tile.n0;
+      const int k_tiles = tile.zero ? 0 : (int)ceil_div(tile.k_len, kBK);
+      if (k_tiles == 0) {
+#pragma unroll
+        for (int i = 0; i < kAcc; ++i) acc[i] = 0.0f;
+      }
+      u32 prev_stage = 0;
+      for (int kt = 0; kt < k_tiles; ++kt, ++it) {
+        const u32 s = it % kStages, phase = (it / kStages) & 1;
+        mbar_wait(smem_address(&full_bar[s]), phase);
+        const u32 a_tile = ring + s * kStageBytes + wg * (64 * 128), b_tile = ring + s * kStageBytes + kATileBytes;
+#pragma unroll
+        for (int i = 0; i < kAcc; ++i) fence_operand(acc[i]);
+        wgmma_fence();
+#pragma unroll
+        for (int ks = 0; ks < kBK / 16; ++ks) {
+          const u64 da = smem_desc(a_tile + ks * 32, 16, 1024);
+          const u64 db = V::kBKMajor ? smem_desc(b_tile + ks * 32, 16, 1024)
+                                     : smem_desc(b_tile + ks * 2048, kBK * 128, 1024);
+          Mma::run(acc, da, db, (kt > 0 || ks > 0) ? 1 : 0);
+        }
+        wgmma_commit();
+#pragma unroll
+        for (int i = 0; i < kAcc; ++i) fence_operand(acc[i]);
+        // keep one k-step in flight: the previous one is done, so its stage can be refilled
+        wgmma_wait<1>();
+        if (kt > 0 && tid == 0) mbar_arrive(smem_address(&empty_bar[prev_stage]));
+        prev_stage = s;
+      }
+      if (k_tiles > 0) {
+        wgmma_wait<0>();
+#pragma unroll
+        for (int i = 0; i < kAcc; ++i) fence_operand(acc[i]);
+        if (tid == 0) mbar_arrive(smem_address(&empty_bar[prev_stage]));
+      }
+      // epilogue: accumulator pair (4j + 2h, 4j + 2h + 1) is row 16*warp + lane/4 + 8h,
+      // columns 8j + 2*(lane%4) + {0, 1}
+      const int r0 = warp * 16 + (lane >> 2), c2 = (lane & 3) * 2;
+#pragma unroll
+      for (int j = 0; j < kBN / 8; ++j) {
+        const int c = j * 8 + c2;
+        if (c >= cols_lim) continue;
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int r = r0 + h * 8;
+          if (r < rows_here) store_pair(otile + r * p.out_m + c, acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
+        }
+      }
+    }
+  }
+
+  static __device__ __forceinline__ void store_pair(float* dst, float x, float y) { *(float2*)dst = make_float2(x, y); }
+  static __device__ __forceinline__ void store_pair(u16* dst, float x, float y) {
+    *(u32*)dst = pack2(x, y, typename V::Out());
+  }
+};
+
+}  // namespace hopper
+}  // namespace ragdot

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# The one GPU job: runs the GPU tests (and compute-sanitizer on a reduced set), then benchmarks
+# ragdot against its peers in the same run, and writes JSON plus a markdown table to $OUT.
+# Uses the programs in .devbin/ (scripts/gpu_bundle.sh) when they run here, else builds them.
+#
+#   OUT=/some/dir scripts/gpu_check.sh [--no-tests] [--no-sanitizer] [--no-bench] [--quick]
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-$PWD/gpu-out}
+mkdir -p "$OUT"
+LOG=$OUT/log.txt
+: > "$LOG"
+say() { echo "== $*" | tee -a "$LOG" >&2; }
+run_tests=1 run_bench=1 run_sanitizer=1 quick=""
+for a in "$@"; do
+  case $a in
+    --no-tests) run_tests=0 ;;
+    --no-bench) run_bench=0 ;;
+    --no-sanitizer) run_sanitizer=0 ;;
+    --quick) quick="--quick" ;;
+  esac
+done
+export PATH=/usr/local/cuda/bin:$PATH
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+export RAGDOT_CACHE_DIR=${RAGDOT_CACHE_DIR:-/tmp/ragdot-cache}
+export PYTHONUNBUFFERED=1
+say "date $(date -u '+%F %T') commit $(cat .devbin/commit 2>/dev/null | tr '\n' ' ')"
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader >> "$LOG" 2>&1
+
+BIN=.devbin
+if ! "$BIN/test_cuda_codegen" --gtest_list_tests > /dev/null 2>&1; then
+  say "carried programs do not run here; building"
+  cmake -S . -B /tmp/ragdot-build -G Ninja -DCMAKE_BUILD_TYPE=Release -DRAGDOT_ENABLE_CUDA=ON >> "$LOG" 2>&1
+  cmake --build /tmp/ragdot-build --target test_cuda_backend test_cuda_codegen gpu_bench -j16 >> "$LOG" 2>&1
+  mkdir -p /tmp/ragdot-bin
+  cp /tmp/ragdot-build/tests/cpp/test_cuda_backend /tmp/ragdot-build/tests/cpp/test_cuda_codegen \
+     /tmp/ragdot-build/bench/gpu_bench /tmp/ragdot-bin/ 2>>"$LOG"
+  BIN=/tmp/ragdot-bin
+fi
+
+if [ $run_tests = 1 ]; then
+  say "GPU tests"
+  # one process per test, each with its own time limit, so that a hang names its test
+  : > "$OUT/gpu_tests.txt"
+  for t in $("$BIN/test_cuda_backend" --gtest_list_tests | awk '/^[^ ]/{suite=$1} /^  /{print suite $1}'); do
+    start=$(date +%s)
+    timeout 150 "$BIN/test_cuda_backend" --gtest_filter="$t" >> "$OUT/gpu_tests.txt" 2>&1
+    rc=$?
+    echo "$t exit $rc ($(( $(date +%s) - start ))s)" | tee -a "$LOG" >> "$OUT/gpu_tests.txt"
+  done
+fi
+if [ $run_tests = 1 ] && [ $run_sanitizer = 1 ]; then
+  say "compute-sanitizer (reduced set)"
+  filter='CudaBackend.GraphCaptureReplaysWithNewGroupSizes:CudaBackend.UncheckedModeClampsBadGroupSizes:CudaBackend.BatchModeAndBatchDims:CudaBackend.CheckedMode*'
+  for tool in memcheck racecheck; do
+    timeout 200 compute-sanitizer --tool $tool --error-exitcode 3 "$BIN/test_cuda_backend" --gtest_filter="$filter" \
+      > "$OUT/sanitizer_$tool.txt" 2>&1
+    echo "$tool exit $? : $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/sanitizer_$tool.txt" | tail -1)" >> "$LOG"
+  done
+  cat "$OUT"/sanitizer_*.txt | grep -E "SUMMARY|Invalid|Race|error" | head -40 > "$OUT/sanitizer.txt"
+  rm -f "$OUT"/sanitizer_memcheck.txt "$OUT"/sanitizer_racecheck.txt
+fi
+
+if [ $run_bench = 1 ]; then
+  say "benchmark: ragdot + cuBLAS peers"
+  timeout 300 "$BIN/gpu_bench" --json "$OUT/bench_ragdot.json" $quick 2>&1 | tee -a "$LOG" >&2
+  say "benchmark: torch peers"
+  timeout 200 python3 bench/gpu_peers.py --cases "$OUT/bench_ragdot.json" --out /tmp/peers_torch.json 2>>"$LOG"
+  say "benchmark: jax peers"
+  timeout 200 python3 bench/gpu_peers.py --cases "$OUT/bench_ragdot.json" --out /tmp/peers_jax.json --jax 2>>"$LOG"
+  peers=""
+  for p in /tmp/peers_torch.json /tmp/peers_jax.json; do [ -s $p ] && peers="$peers --peers $p"; done
+  python3 bench/gpu_report.py --bench "$OUT/bench_ragdot.json" $peers --json "$OUT/gpu_results.json" \
+    --md "$OUT/gpu_table.md" --commit "$(head -1 .devbin/commit 2>/dev/null)" >> "$LOG" 2>&1
+fi
+say "done"

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Builds ragdot when needed (scripts/setup.sh) and runs the CPU tests: every test labelled "cpu",
+# the library's, the kernel code generation's (when the CUDA toolkit is there) and the command
+# line's. The GPU tests (label "gpu") run on a GPU machine through scripts/gpu_check.sh.
+#
+#   scripts/test.sh            # all CPU tests
+#   scripts/test.sh -R Cli     # more arguments go to ctest
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+ctest --test-dir "${RAGDOT_BUILD_DIR:-build}" -L cpu --output-on-failure "$@"

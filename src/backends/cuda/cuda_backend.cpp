@@ -1,0 +1,190 @@
+// cuda: the code-generation backend. At plan time it picks a kernel variant for the op and the
+// device, generates that kernel's source, compiles it with NVRTC (or finds it in the JIT cache)
+// and loads it. At execute time it only fills the kernel's argument block and launches: group
+// sizes stay on the device, the kernel's persistent scheduler reads them, nothing is allocated
+// and nothing waits for the host, so execute can be captured in a CUDA graph.
+//
+// Bad group sizes on this device-side path are clamped, not detected: a negative size counts as
+// 0 and the running sum is capped at the ragged extent (rows no group covers are zero). With
+// PlanOptions::checked (or RAGDOT_CHECKED=1) execute first validates them on the device, reads
+// the verdict back and returns an error without writing the output; such plans need a host sync.
+#include <algorithm>
+#include <cstring>
+
+#include "backends/cuda/device.hpp"
+#include "backends/cuda/loaded_kernel.hpp"
+#include "backends/cuda/nvrtc_compiler.hpp"
+#include "backends/cuda/tensor_maps.hpp"
+#include "core/env.hpp"
+#include "planner/builtin_backends.hpp"
+
+extern "C" {
+#include "ragdot/params.h"
+}
+
+namespace ragdot::planner {
+
+namespace {
+
+using cuda::Device;
+using cuda::KernelVariant;
+using cuda::LoadedKernel;
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+const char* origin_name(cuda::CompiledKernel::Origin o) {
+  switch (o) {
+    case cuda::CompiledKernel::Origin::kCompiled: return "compiled";
+    case cuda::CompiledKernel::Origin::kDisk: return "disk-cache";
+    case cuda::CompiledKernel::Origin::kMemory: return "memory-cache";
+  }
+  return "?";
+}
+
+RagdotKernelParams static_params(const core::GroupGemmProblem& p) {
+  RagdotKernelParams k;
+  std::memset(&k, 0, sizeof k);
+  k.lhs_m = p.lhs_m, k.lhs_k = p.lhs_k;
+  k.rhs_g = p.rhs_g, k.rhs_k = p.rhs_k, k.rhs_n = p.rhs_n;
+  k.out_g = p.out_g, k.out_m = p.out_m, k.out_n = p.out_n;
+  k.m = p.m, k.n = p.n, k.k = p.k;
+  k.ragged_extent = p.ragged_extent;
+  k.ragged_unit = p.ragged_unit;
+  k.num_groups = int(p.num_groups);
+  k.computed_groups = int(p.computed_groups);
+  k.gs_is_int64 = p.gs_dtype == DType::kI64 ? 1 : 0;
+  k.gs_rows_for_check = p.num_groups > 0 ? int(p.gs_elements / p.num_groups) : 0;
+  k.outer_rank = int(p.outer.size());
+  for (std::size_t i = 0; i < p.outer.size(); ++i) {
+    k.outer_size[i] = p.outer[i].size;
+    k.outer_lhs[i] = p.outer[i].lhs;
+    k.outer_rhs[i] = p.outer[i].rhs;
+    k.outer_out[i] = p.outer[i].out;
+    k.outer_gs[i] = p.outer[i].gs;
+  }
+  return k;
+}
+
+class CudaPlan final : public detail::BackendPlan {
+ public:
+  CudaPlan(const core::GroupGemmProblem& p, const Device& dev, const KernelVariant& v,
+           std::shared_ptr<const LoadedKernel> k, bool checked, int grid_x, std::int64_t smem)
+      : dev_(dev), kernel_(std::move(k)), problem_(p), variant_(v), params_(static_params(p)), checked_(checked),
+        grid_x_(grid_x),
+        grid_y_(int(p.outer_count())), threads_(v.threads()), smem_(smem), has_offset_(p.has_group_offset) {
+    memory_space = MemorySpace::kDevice;
+    graph_safe = !checked;
+    needs_host_sync = checked;
+    workspace_bytes = checked ? 256 : 0;
+    operand_alignment = v.family == cuda::KernelFamily::kSimt ? 0 : 16;
+    const auto& c = *kernel_->compiled;
+    char jit[96];
+    std::snprintf(jit, sizeof jit, " jit=%s %.1fms", origin_name(c.origin),
+                  c.origin == cuda::CompiledKernel::Origin::kCompiled ? c.compile_ms : c.load_ms);
+    variant = v.name() + " grid=" + std::to_string(grid_x_) + "x" + std::to_string(grid_y_) + jit;
+  }
+
+  Status execute(const ExecuteArgs& a) const override {
+    const cuda::DriverApi* d = cuda::driver();
+    cuda::ScopedContext scope(dev_.context);
+    RAGDOT_RETURN_IF_ERROR(scope.status());
+    CUstream stream = static_cast<CUstream>(a.stream);
+    RagdotKernelParams k = params_;
+    k.lhs = a.lhs.data;
+    k.rhs = a.rhs.data;
+    k.group_sizes = a.group_sizes.data;
+    k.group_offset = has_offset_ ? static_cast<const int*>(a.group_offset.data) : nullptr;
+    k.out = a.out.data;
+    if (checked_) {
+      CUdeviceptr flag = reinterpret_cast<CUdeviceptr>(a.workspace.data);
+      RAGDOT_CU_RETURN_IF_ERROR(d->cuMemsetD32Async(flag, 0, 1, stream), "cuMemsetD32Async");
+      void* check_args[] = {&k, &flag};
+      RAGDOT_CU_RETURN_IF_ERROR(d->cuLaunchKernel(kernel_->check, 1, 1, 1, 256, 1, 1, 0, stream, check_args, nullptr),
+                                "launching the group-size check");
+      int verdict = 0;
+      RAGDOT_CU_RETURN_IF_ERROR(d->cuMemcpyDtoHAsync(&verdict, flag, sizeof verdict, stream), "cuMemcpyDtoHAsync");
+      RAGDOT_CU_RETURN_IF_ERROR(d->cuStreamSynchronize(stream), "cuStreamSynchronize");
+      if (verdict & 1) return invalid_argument("group_sizes: a group size is negative");
+      if (verdict & 2)
+        return invalid_argument("group_sizes: sum exceeds the ragged dimension's size " +
+                                std::to_string(params_.ragged_extent));
+      if (verdict & 4)
+        return invalid_argument("group_offset: out of range [0, " +
+                                std::to_string(params_.num_groups - params_.computed_groups) + "]");
+    }
+    cuda::OperandMaps maps;
+    void* args[] = {&k, &maps.a, &maps.b};
+    if (variant_.family == cuda::KernelFamily::kWgmma)
+      RAGDOT_RETURN_IF_ERROR(cuda::encode_operand_maps(variant_, problem_, a.lhs.data, a.rhs.data, maps));
+    RAGDOT_CU_RETURN_IF_ERROR(d->cuLaunchKernel(kernel_->gemm, unsigned(grid_x_), unsigned(grid_y_), 1,
+                                                unsigned(threads_), 1, 1, unsigned(smem_), stream, args, nullptr),
+                              "launching the group GEMM kernel");
+    return Status::ok();
+  }
+
+ private:
+  const Device& dev_;
+  std::shared_ptr<const LoadedKernel> kernel_;
+  core::GroupGemmProblem problem_;
+  KernelVariant variant_;
+  RagdotKernelParams params_;
+  bool checked_;
+  int grid_x_, grid_y_, threads_;
+  std::int64_t smem_;
+  bool has_offset_;
+};
+
+class CudaBackend final : public Backend {
+ public:
+  std::string_view name() const override { return "cuda"; }
+  MemorySpace memory_space() const override { return MemorySpace::kDevice; }
+  Status available() const override {
+    std::string why;
+    if (cuda::device_count(&why) == 0) return unavailable(why);
+    if (cuda::nvrtc_version(&why).empty()) return unavailable(why);
+    return Status::ok();
+  }
+  std::string describe() const override {
+    auto dev = cuda::device(0);
+    return (dev.ok() ? (*dev)->describe() : std::string("no GPU")) + ", NVRTC " + cuda::nvrtc_version();
+  }
+  Result<std::unique_ptr<detail::BackendPlan>> plan(const PlanRequest& r) const override {
+    RAGDOT_RETURN_IF_ERROR(available());
+    const auto& p = r.problem;
+    RAGDOT_ASSIGN_OR_RETURN(const Device* dev, cuda::device(r.options.device));
+    RAGDOT_ASSIGN_OR_RETURN(KernelVariant v, cuda::choose_variant(p, dev->traits));
+    RAGDOT_ASSIGN_OR_RETURN(std::shared_ptr<const LoadedKernel> k, cuda::load_kernel(*dev, v));
+    const std::int64_t smem = v.dynamic_smem_bytes(p.num_groups, p.computed_groups);
+    RAGDOT_RETURN_IF_ERROR(cuda::reserve_dynamic_smem(*dev, *k, smem));
+
+    // Persistent grid: as many CTAs as fit on the device at once, never more than there can be tiles.
+    int per_sm = 0;
+    {
+      cuda::ScopedContext scope(dev->context);
+      RAGDOT_RETURN_IF_ERROR(scope.status());
+      RAGDOT_CU_RETURN_IF_ERROR(cuda::driver()->cuOccupancyMaxActiveBlocksPerMultiprocessor(
+                                    &per_sm, k->gemm, v.threads(), size_t(smem)),
+                                "cuOccupancyMaxActiveBlocksPerMultiprocessor");
+    }
+    if (per_sm == 0) return unsupported("kernel " + v.name() + " does not fit on this GPU");
+    const std::int64_t n_tiles = ceil_div(p.n, v.bn);
+    std::int64_t max_tiles = 1;
+    if (v.mode == 1) max_tiles = (ceil_div(p.m, v.bm) + p.computed_groups + 2) * n_tiles;
+    if (v.mode == 2) max_tiles = p.computed_groups * ceil_div(p.m, v.bm) * n_tiles;
+    if (v.mode == 3) max_tiles = ceil_div(p.m, v.bm) * n_tiles;
+    const std::int64_t outer = std::max<std::int64_t>(p.outer_count(), 1);
+    const std::int64_t resident = std::int64_t(per_sm) * dev->multiprocessors;
+    const int grid_x = int(std::clamp<std::int64_t>(ceil_div(resident, outer), 1, std::max<std::int64_t>(max_tiles, 1)));
+    const bool checked = r.options.checked || env::checked();
+    return std::unique_ptr<detail::BackendPlan>(new CudaPlan(p, *dev, v, std::move(k), checked, grid_x, smem));
+  }
+};
+
+}  // namespace
+
+const Backend& cuda_backend() {
+  static const CudaBackend b;
+  return b;
+}
+
+}  // namespace ragdot::planner

@@ -1,0 +1,284 @@
+#include "backends/cuda/kernel_variant.hpp"
+
+#include <algorithm>
+#include <sstream>
+
+namespace ragdot::cuda {
+
+namespace {
+
+constexpr std::int64_t kMaxGroupsPlusLocal = 8192;  // bounds the scheduler's shared memory
+constexpr std::int64_t kMaxOuterCount = 65535;      // gridDim.y
+constexpr int kMaxOuterRank = 6;                    // RAGDOT_MAX_OUTER_DIMS
+
+const char* type_tag(DType t) {
+  switch (t) {
+    case DType::kF32: return "F32";
+    case DType::kBF16: return "BF16";
+    case DType::kF16: return "F16";
+    default: return "?";
+  }
+}
+
+bool mult8(std::int64_t x) { return x % 8 == 0; }
+
+std::int64_t scheduler_bytes_max() { return (kMaxGroupsPlusLocal + 4) * 4 + 128; }
+
+std::int64_t mma_stage_bytes(int bm, int bn, int bk) { return std::int64_t(bm + bn) * bk * 2; }
+
+// The deepest pipeline (2..4 stages) whose ring fits beside the largest scheduler table.
+int mma_stages(int bm, int bn, int bk, const DeviceTraits& d) {
+  for (int s = 4; s >= 2; --s)
+    if (s * mma_stage_bytes(bm, bn, bk) + scheduler_bytes_max() <= d.max_dynamic_smem) return s;
+  return 0;
+}
+
+KernelVariant mma_variant(int mode, DType in, DType out, bool a_k, bool b_k, bool small_m, const DeviceTraits& d) {
+  KernelVariant v;
+  v.family = KernelFamily::kMmaSync;
+  v.mode = mode;
+  v.lhs = v.rhs = in;
+  v.out = out;
+  v.a_k_major = a_k;
+  v.b_k_major = b_k;
+  v.bk = 64;
+  if (small_m) {  // few rows per group (decode): half the wasted rows per tile
+    v.bm = 64, v.bn = 128, v.warps_m = 2, v.warps_n = 2;
+  } else {
+    v.bm = 128, v.bn = 128, v.warps_m = 2, v.warps_n = 4;
+  }
+  v.stages = mma_stages(v.bm, v.bn, v.bk, d);
+  return v;
+}
+
+// Hopper: BM = 128 (two consumer warpgroups of 64 rows), BK = 64 (one 128-byte swizzle row).
+// Stage count: the deepest ring that fits beside the largest scheduler table and the 1 KiB
+// alignment pad.
+std::int64_t wgmma_stage_bytes(int bn) { return std::int64_t(128 + bn) * 64 * 2; }
+int wgmma_stages(int bn, const DeviceTraits& d) {
+  for (int s = 6; s >= 2; --s)
+    if (s * wgmma_stage_bytes(bn) + scheduler_bytes_max() + 1024 <= d.max_dynamic_smem) return s;
+  return 0;
+}
+
+KernelVariant wgmma_variant(DType in, DType out, bool b_k, int bn, const DeviceTraits& d) {
+  KernelVariant v;
+  v.family = KernelFamily::kWgmma;
+  v.mode = 1;
+  v.lhs = v.rhs = in;
+  v.out = out;
+  v.a_k_major = true;
+  v.b_k_major = b_k;
+  v.bm = 128, v.bn = bn, v.bk = 64;
+  v.warps_m = 2, v.warps_n = 1;  // consumer warpgroups
+  v.stages = wgmma_stages(bn, d);
+  return v;
+}
+
+bool is_hopper(const DeviceTraits& d) { return d.cc_major == 9 && d.cc_minor == 0; }
+
+// The variant's one wgmma instruction (m64 x bn x k16, f32 accumulators), written out: inline
+// PTX needs every accumulator register named.
+std::string wgmma_instruction(const KernelVariant& v) {
+  const int regs = v.bn / 2;
+  const char* in = v.lhs == DType::kF16 ? "f16" : "bf16";
+  std::ostringstream s;
+  s << "struct Mma {\n"
+    << "  static __device__ __forceinline__ void run(float (&d)[" << regs
+    << "], unsigned long long desc_a, unsigned long long desc_b, int accumulate) {\n"
+    << "    asm volatile(\n"
+    << "        \"{\\n.reg .pred p;\\nsetp.ne.b32 p, %" << regs + 2 << ", 0;\\n\"\n"
+    << "        \"wgmma.mma_async.sync.aligned.m64n" << v.bn << "k16.f32." << in << '.' << in << " {";
+  for (int i = 0; i < regs; ++i) s << (i ? ", " : "") << '%' << i;
+  s << "}, %" << regs << ", %" << regs + 1 << ", p, 1, 1, 0, " << (v.b_k_major ? 0 : 1) << ";\\n}\\n\"\n"
+    << "        : ";
+  for (int i = 0; i < regs; ++i) s << (i ? ", " : "") << "\"+f\"(d[" << i << "])";
+  s << "\n        : \"l\"(desc_a), \"l\"(desc_b), \"r\"(accumulate));\n"
+    << "  }\n"
+    << "};\n";
+  return s.str();
+}
+
+KernelVariant simt_variant(int mode, DType lhs, DType rhs, DType out) {
+  KernelVariant v;
+  v.family = KernelFamily::kSimt;
+  v.mode = mode;
+  v.lhs = lhs, v.rhs = rhs, v.out = out;
+  v.a_k_major = v.b_k_major = false;  // not a compile-time property of this family
+  v.bm = 64, v.bn = 64, v.bk = 16, v.tm = 4, v.tn = 4;
+  v.warps_m = v.warps_n = 0;
+  v.stages = 1;
+  return v;
+}
+
+bool is_16bit_float(DType t) { return t == DType::kBF16 || t == DType::kF16; }
+bool is_float(DType t) { return t == DType::kBF16 || t == DType::kF16 || t == DType::kF32; }
+
+}  // namespace
+
+int KernelVariant::threads() const {
+  if (family == KernelFamily::kWgmma) return 384;  // producer warpgroup + two consumer warpgroups
+  return family == KernelFamily::kMmaSync ? 32 * warps_m * warps_n : (bm / tm) * (bn / tn);
+}
+
+std::int64_t KernelVariant::dynamic_smem_bytes(std::int64_t groups, std::int64_t local_groups) const {
+  const std::int64_t sched = ((groups + 1) + (local_groups + 3)) * 4;
+  const std::int64_t sched_aligned = (sched + 127) / 128 * 128;
+  if (family == KernelFamily::kMmaSync) return sched_aligned + stages * mma_stage_bytes(bm, bn, bk);
+  if (family == KernelFamily::kWgmma) return sched + 1024 + stages * wgmma_stage_bytes(bn);
+  return sched_aligned;
+}
+
+std::string KernelVariant::name() const {
+  std::ostringstream s;
+  s << (family == KernelFamily::kMmaSync ? "mma_sync" : family == KernelFamily::kWgmma ? "wgmma" : "simt") << ' ' << dtype_name(lhs) << '*' << dtype_name(rhs)
+    << "->" << dtype_name(out) << " mode" << mode;
+  if (family != KernelFamily::kSimt) s << " A:" << (a_k_major ? 'K' : 'M') << " B:" << (b_k_major ? 'K' : 'N');
+  s << ' ' << bm << 'x' << bn << 'x' << bk;
+  if (family == KernelFamily::kMmaSync) s << " w" << warps_m << 'x' << warps_n << " s" << stages;
+  else if (family == KernelFamily::kWgmma) s << " tma s" << stages;
+  else s << " t" << tm << 'x' << tn;
+  return s.str();
+}
+
+std::string generate_source(const KernelVariant& v) {
+  std::ostringstream s;
+  s << "// ragdot generated kernel: " << v.name() << "\n";
+  if (v.family == KernelFamily::kWgmma) {
+    s << "#include \"ragdot/wgmma.cuh\"\n\n"
+      << "struct V {\n"
+      << "  static constexpr int kBN = " << v.bn << ", kStages = " << v.stages << ";\n"
+      << "  static constexpr bool kBKMajor = " << (v.b_k_major ? "true" : "false") << ";\n"
+      << "  typedef ragdot::" << type_tag(v.lhs) << " In;\n"
+      << "  typedef ragdot::" << type_tag(v.out) << " Out;\n"
+      << "};\n\n"
+      << wgmma_instruction(v) << "\n"
+      << "extern \"C\" __global__ void __launch_bounds__(384, 1) " << kKernelEntry
+      << "(const RagdotKernelParams p, const __grid_constant__ ragdot::hopper::TensorMap map_a,\n"
+      << "    const __grid_constant__ ragdot::hopper::TensorMap map_b) {\n"
+      << "  extern __shared__ __align__(1024) unsigned char ragdot_dynamic_smem[];\n"
+      << "  ragdot::hopper::Kernel<V, Mma>::run(p, &map_a, &map_b, ragdot_dynamic_smem);\n"
+      << "}\n";
+  } else if (v.family == KernelFamily::kMmaSync) {
+    s << "#include \"ragdot/mma_sync.cuh\"\n\n"
+      << "struct V {\n"
+      << "  static constexpr int kMode = " << v.mode << ";\n"
+      << "  static constexpr int kBM = " << v.bm << ", kBN = " << v.bn << ", kBK = " << v.bk << ";\n"
+      << "  static constexpr int kWarpsM = " << v.warps_m << ", kWarpsN = " << v.warps_n << ";\n"
+      << "  static constexpr int kStages = " << v.stages << ";\n"
+      << "  static constexpr bool kAKMajor = " << (v.a_k_major ? "true" : "false") << ";\n"
+      << "  static constexpr bool kBKMajor = " << (v.b_k_major ? "true" : "false") << ";\n"
+      << "  typedef ragdot::" << type_tag(v.lhs) << " In;\n"
+      << "  typedef ragdot::" << type_tag(v.out) << " Out;\n"
+      << "};\n\n"
+      << "extern \"C\" __global__ void __launch_bounds__(" << v.threads() << ", 1) " << kKernelEntry
+      << "(const RagdotKernelParams p) {\n"
+      << "  extern __shared__ __align__(128) unsigned char ragdot_dynamic_smem[];\n"
+      << "  ragdot::mma::Kernel<V>::run(p, ragdot_dynamic_smem);\n"
+      << "}\n";
+  } else {
+    s << "#include \"ragdot/simt.cuh\"\n\n"
+      << "struct V {\n"
+      << "  static constexpr int kMode = " << v.mode << ";\n"
+      << "  static constexpr int kBM = " << v.bm << ", kBN = " << v.bn << ", kBK = " << v.bk << ";\n"
+      << "  static constexpr int kTM = " << v.tm << ", kTN = " << v.tn << ";\n"
+      << "  typedef ragdot::" << type_tag(v.lhs) << " Lhs;\n"
+      << "  typedef ragdot::" << type_tag(v.rhs) << " Rhs;\n"
+      << "  typedef ragdot::" << type_tag(v.out) << " Out;\n"
+      << "};\n\n"
+      << "extern \"C\" __global__ void __launch_bounds__(" << v.threads() << ") " << kKernelEntry
+      << "(const RagdotKernelParams p) {\n"
+      << "  extern __shared__ __align__(128) unsigned char ragdot_dynamic_smem[];\n"
+      << "  ragdot::simt::Kernel<V>::run(p, ragdot_dynamic_smem);\n"
+      << "}\n";
+  }
+  s << "\n#include \"ragdot/check_group_sizes.cuh\"\n";
+  return s.str();
+}
+
+std::string arch_for(const DeviceTraits& d) {
+  std::string a = "sm_" + std::to_string(d.cc_major) + std::to_string(d.cc_minor);
+  if (d.cc_major == 9 && d.cc_minor == 0) a += "a";
+  return a;
+}
+
+Result<KernelVariant> choose_variant(const core::GroupGemmProblem& p, const DeviceTraits& d) {
+  if (p.needs_relayout()) return unsupported("an operand needs a relayout copy (dims not expressible as strides)");
+  if (!p.reduce.empty()) return unsupported("group sizes vary along a contracted dimension");
+  if (int(p.outer.size()) > kMaxOuterRank) return unsupported("more than 6 batch-like dimensions");
+  if (p.outer_count() > kMaxOuterCount) return unsupported("more than 65535 batch entries");
+  if (p.num_groups + p.computed_groups > kMaxGroupsPlusLocal) return unsupported("more than 8192 groups");
+  constexpr std::int64_t kMax32 = (std::int64_t(1) << 31) - 1;
+  if (p.m > kMax32 || p.n > kMax32 || p.k > kMax32 || p.ragged_extent > kMax32)
+    return unsupported("a dimension of 2^31 or more");
+  if (!is_float(p.lhs_dtype) || !is_float(p.rhs_dtype) || !is_float(p.out_dtype))
+    return unsupported("dtypes other than f32, bf16, f16");
+  if (d.cc_major < 7) return unsupported("GPUs older than sm_70");
+
+  const int mode = p.mode == RaggedMode::kNonContracting ? 1 : p.mode == RaggedMode::kContracting ? 2 : 3;
+  bool mma = d.cc_major >= 8 && p.lhs_dtype == p.rhs_dtype && is_16bit_float(p.lhs_dtype) && p.out_n == 1 &&
+             mult8(p.out_m) && mult8(p.n) && mult8(p.out_g);
+  for (const auto& o : p.outer) mma = mma && mult8(o.lhs) && mult8(o.rhs) && mult8(o.out);
+  bool a_k = p.lhs_k == 1, b_k = p.rhs_k == 1;
+  const bool a_k_ok = p.lhs_k == 1 && mult8(p.lhs_m) && mult8(p.k);
+  const bool a_m_ok = p.lhs_m == 1 && mult8(p.lhs_k) && mult8(p.m);
+  const bool b_k_ok = p.rhs_k == 1 && mult8(p.rhs_n) && mult8(p.k) && mult8(p.rhs_g);
+  const bool b_n_ok = p.rhs_n == 1 && mult8(p.rhs_k) && mult8(p.rhs_g);
+  if (mode == 1) {
+    // ragged rows start anywhere: A must be K-major so that 16-byte loads stay aligned
+    mma = mma && a_k_ok && (b_k_ok || b_n_ok);
+    a_k = true;
+    b_k = b_k_ok;
+  } else if (mode == 2) {
+    // the group boundary runs along k: both operands must step k by whole rows
+    mma = mma && a_m_ok && b_n_ok;
+    a_k = false;
+    b_k = false;
+  } else {
+    mma = mma && (a_k_ok || a_m_ok) && (b_k_ok || b_n_ok);
+    a_k = a_k_ok;
+    b_k = b_k_ok;
+  }
+  const std::int64_t groups = std::max<std::int64_t>(p.computed_groups, 1);
+  const bool small_m = mode == 1 && p.m / groups < 96;
+  // Hopper: the TMA + wgmma family takes the MoE forward and data-gradient GEMMs (mode 1, one
+  // batch). Tensor maps need 16-byte strides, which the mma rules (multiples of 8) already imply.
+  if (mma && mode == 1 && is_hopper(d) && p.is_single_batch() && !small_m && p.rhs_g > 0) {
+    KernelVariant v = wgmma_variant(p.lhs_dtype, p.out_dtype, b_k, p.n >= 256 ? 256 : 128, d);
+    if (v.stages >= 2) return v;
+  }
+  if (mma) {
+    KernelVariant v = mma_variant(mode, p.lhs_dtype, p.out_dtype, a_k, b_k, small_m, d);
+    if (v.stages >= 2) return v;
+  }
+  return simt_variant(mode, p.lhs_dtype, p.rhs_dtype, p.out_dtype);
+}
+
+std::vector<KernelVariant> all_variants(const DeviceTraits& d) {
+  std::vector<KernelVariant> out;
+  const DType floats[] = {DType::kF32, DType::kBF16, DType::kF16};
+  if (d.cc_major >= 8) {
+    for (DType in : {DType::kBF16, DType::kF16}) {
+      for (DType o : floats) {
+        for (bool b_k : {true, false})
+          for (bool small : {false, true}) out.push_back(mma_variant(1, in, o, true, b_k, small, d));
+        out.push_back(mma_variant(2, in, o, false, false, false, d));
+        for (bool a_k : {true, false})
+          for (bool b_k : {true, false}) out.push_back(mma_variant(3, in, o, a_k, b_k, false, d));
+      }
+    }
+    if (is_hopper(d))
+      for (DType in : {DType::kBF16, DType::kF16})
+        for (DType o : floats)
+          for (bool b_k : {true, false})
+            for (int bn : {128, 256}) out.push_back(wgmma_variant(in, o, b_k, bn, d));
+    out.erase(std::remove_if(out.begin(), out.end(), [](const KernelVariant& v) { return v.stages < 2; }), out.end());
+  }
+  for (int mode = 1; mode <= 3; ++mode)
+    for (DType l : floats)
+      for (DType r : floats)
+        for (DType o : floats) out.push_back(simt_variant(mode, l, r, o));
+  return out;
+}
+
+}  // namespace ragdot::cuda

@@ -1,0 +1,58 @@
+// A kernel variant: everything that is a compile-time constant of one generated kernel. The
+// planner picks one per op and device (choose_variant); generate_source writes its CUDA source.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/problem.hpp"
+#include "ragdot/status.hpp"
+
+namespace ragdot::cuda {
+
+enum class KernelFamily : std::uint8_t {
+  kMmaSync,  // tensor cores through mma.sync + cp.async + ldmatrix; sm_80 and up; 16-bit inputs
+  kSimt,     // CUDA-core FMA; any dtypes and strides (f32 inputs keep exact f32 products)
+  kWgmma,    // Hopper (sm_90a): TMA + mbarrier ring, producer warp, two wgmma consumer warpgroups
+};
+
+struct KernelVariant {
+  KernelFamily family = KernelFamily::kSimt;
+  int mode = 1;  // 1, 2, 3 as RaggedMode
+  DType lhs = DType::kBF16, rhs = DType::kBF16, out = DType::kBF16;
+  bool a_k_major = true;  // lhs contiguous along k
+  bool b_k_major = false; // rhs contiguous along k ([E, N, K] weights)
+  int bm = 128, bn = 128, bk = 64;
+  int warps_m = 2, warps_n = 4;  // mma family
+  int stages = 4;                // mma and wgmma families
+  int tm = 4, tn = 4;            // simt family: outputs per thread
+
+  int threads() const;
+  // Static shared memory is part of the kernel; this is the dynamic part for G groups, L local.
+  std::int64_t dynamic_smem_bytes(std::int64_t groups, std::int64_t local_groups) const;
+  std::string name() const;  // one line, stable: used in plans and logs
+  bool operator==(const KernelVariant&) const = default;
+};
+
+// The CUDA source of the variant's kernel (entry point "ragdot_group_gemm").
+std::string generate_source(const KernelVariant& v);
+constexpr const char* kKernelEntry = "ragdot_group_gemm";
+constexpr const char* kCheckEntry = "ragdot_check_group_sizes";
+
+struct DeviceTraits {
+  int cc_major = 9, cc_minor = 0;
+  std::int64_t max_dynamic_smem = 227 * 1024;  // opt-in per-block limit
+};
+
+// Picks the variant for a canonical problem on a device, or says why the cuda backend does not
+// take it (the caller then falls through to the next backend).
+Result<KernelVariant> choose_variant(const core::GroupGemmProblem& p, const DeviceTraits& device);
+
+// Every variant choose_variant can return for a device (CI compiles them all).
+std::vector<KernelVariant> all_variants(const DeviceTraits& device);
+
+// The NVRTC architecture for a device: "sm_90a" on Hopper (wgmma needs the a-suffix), else "sm_XY".
+std::string arch_for(const DeviceTraits& device);
+
+}  // namespace ragdot::cuda

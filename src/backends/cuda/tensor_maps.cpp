@@ -1,0 +1,51 @@
+#include "backends/cuda/tensor_maps.hpp"
+
+#include <cstdint>
+
+#include "backends/cuda/cuda_driver.hpp"
+
+namespace ragdot::cuda {
+
+namespace {
+
+Status encode(CUtensorMap& map, CUtensorMapDataType type, cuuint32_t rank, const void* base, const cuuint64_t* dims,
+              const cuuint64_t* strides_bytes, const cuuint32_t* box, const char* what) {
+  const DriverApi* d = driver();
+  if (!d || !d->cuTensorMapEncodeTiled) return unavailable("this CUDA driver has no cuTensorMapEncodeTiled");
+  const cuuint32_t element_strides[3] = {1, 1, 1};
+  RAGDOT_CU_RETURN_IF_ERROR(
+      d->cuTensorMapEncodeTiled(&map, type, rank, const_cast<void*>(base), dims, strides_bytes, box, element_strides,
+                                CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+      what);
+  return Status::ok();
+}
+
+}  // namespace
+
+Status encode_operand_maps(const KernelVariant& v, const core::GroupGemmProblem& p, const void* lhs, const void* rhs,
+                           OperandMaps& maps) {
+  const CUtensorMapDataType type =
+      v.lhs == DType::kF16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+  constexpr std::uint64_t kElem = 2;
+  // A: dims (k, m); rows lhs_m elements apart
+  const cuuint64_t a_dims[2] = {cuuint64_t(p.k), cuuint64_t(p.m)};
+  const cuuint64_t a_strides[1] = {cuuint64_t(p.lhs_m) * kElem};
+  const cuuint32_t a_box[2] = {64, cuuint32_t(v.bm)};
+  RAGDOT_RETURN_IF_ERROR(encode(maps.a, type, 2, lhs, a_dims, a_strides, a_box, "cuTensorMapEncodeTiled(lhs)"));
+
+  const std::int64_t groups = p.rhs_g > 0 ? (p.rhs_elements + p.rhs_g - 1) / p.rhs_g : 1;
+  if (v.b_k_major) {  // [g, n, k]: dims (k, n, g)
+    const cuuint64_t dims[3] = {cuuint64_t(p.k), cuuint64_t(p.n), cuuint64_t(groups)};
+    const cuuint64_t strides[2] = {cuuint64_t(p.rhs_n) * kElem, cuuint64_t(p.rhs_g) * kElem};
+    const cuuint32_t box[3] = {64, cuuint32_t(v.bn), 1};
+    return encode(maps.b, type, 3, rhs, dims, strides, box, "cuTensorMapEncodeTiled(rhs)");
+  }
+  // [g, k, n]: dims (n, k, g)
+  const cuuint64_t dims[3] = {cuuint64_t(p.n), cuuint64_t(p.k), cuuint64_t(groups)};
+  const cuuint64_t strides[2] = {cuuint64_t(p.rhs_k) * kElem, cuuint64_t(p.rhs_g) * kElem};
+  const cuuint32_t box[3] = {64, 64, 1};
+  return encode(maps.b, type, 3, rhs, dims, strides, box, "cuTensorMapEncodeTiled(rhs)");
+}
+
+}  // namespace ragdot::cuda

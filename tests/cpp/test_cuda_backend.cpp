@@ -1,0 +1,416 @@
+// The cuda backend on a GPU, against the oracle: every mode x dtype x layout, group sizes with
+// zeros, odd sizes, all-in-one, sum < extent, group offsets, batch dims; outputs poisoned first.
+// Also: graph capture replayed with different group sizes, checked mode, clamping of bad sizes.
+// Label "gpu": skipped (not failed) where there is no GPU.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+
+#include "backends/cuda/cuda_driver.hpp"
+#include "verify/check.hpp"
+
+namespace ragdot {
+namespace {
+
+using verify::GroupPattern;
+
+verify::MemoryOps* gpu() {
+  static std::string why;
+  static verify::MemoryOps* m = verify::memory_for(MemorySpace::kDevice, &why);
+  return m;
+}
+
+#define REQUIRE_GPU() \
+  if (!gpu()) GTEST_SKIP() << "no GPU here"
+
+const GroupPattern kPatterns[] = {GroupPattern::kRandom,     GroupPattern::kZeros,    GroupPattern::kAllInOne,
+                                  GroupPattern::kPartialSum, GroupPattern::kAllEmpty, GroupPattern::kUniform,
+                                  GroupPattern::kPrimes};
+
+void expect_cuda_pass(const verify::Case& c, std::uint64_t seed, bool allow_unsupported = false) {
+  PlanOptions po;
+  po.backend = "cuda";
+  const auto t0 = std::chrono::steady_clock::now();
+  auto r = verify::check_case(c, po, seed, *gpu());
+  // progress on stderr: a hang or a slow case shows where it happened
+  std::fprintf(stderr, "  [%s %.2fs] %s | %s\n", r.passed ? "ok" : "FAIL",
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), c.description.c_str(),
+               r.plan.c_str());
+  if (allow_unsupported && r.message.rfind("unsupported", 0) == 0) return;
+  EXPECT_TRUE(r.passed) << c.description << "\n  " << r.plan << "\n  " << r.message;
+  if (::testing::Test::HasFailure() && r.passed == false) return;
+}
+
+// rhs [g, k, n] (shaped_case) or [g, n, k]
+verify::Case weights_nk(std::int64_t m, std::int64_t k, std::int64_t n, const std::vector<std::int64_t>& gs,
+                        DType dt, DType out) {
+  verify::Case c;
+  const std::int64_t g = std::int64_t(gs.size());
+  c.spec.lhs = {dt, {m, k}};
+  c.spec.rhs = {dt, {g, n, k}};
+  c.spec.group_sizes = {DType::kI32, {g}};
+  c.spec.dims.dot = {{1}, {2}, {}, {}};
+  c.spec.dims.lhs_ragged = {0};
+  c.spec.dims.rhs_group = {0};
+  c.spec.preferred_element_type = out;
+  c.group_sizes = gs;
+  c.description = "mode1 rhs [g,n,k] m=" + std::to_string(m) + " k=" + std::to_string(k) + " n=" + std::to_string(n);
+  return c;
+}
+
+struct Shape {
+  std::int64_t m, k, n, g;
+};
+
+TEST(CudaBackend, ShapedCasesEveryModeDtypeLayout) {
+  REQUIRE_GPU();
+  // Small enough that the float64 oracle keeps the whole matrix to about a minute; odd sizes
+  // cover partial tiles on every edge, 33 groups put several group boundaries inside one tile.
+  const Shape shapes[] = {{300, 128, 136, 8}, {77, 64, 40, 5}, {213, 72, 264, 33}, {256, 320, 64, 1}};
+  workloads::SplitMix64 rng(3);
+  std::uint64_t seed = 1;
+  for (DType dt : {DType::kBF16, DType::kF16, DType::kF32}) {
+    for (DType out : {dt, DType::kF32}) {
+      for (const Shape& sh : shapes) {
+        for (GroupPattern pat : kPatterns) {
+          for (int mode = 1; mode <= 3; ++mode) {
+            // mode 3: the group sizes split a small batch (shaped_case sizes the batch from them)
+            const std::int64_t extent = mode == 1 ? sh.m : mode == 2 ? sh.k : 4;
+            const std::int64_t groups = mode == 3 ? 3 : sh.g;
+            auto gs = verify::make_group_sizes(pat, groups, extent, rng);
+            auto c = verify::shaped_case(mode, sh.m, sh.k, sh.n, gs, dt, out);
+            ASSERT_TRUE(c.ok()) << c.status().message();
+            c->description += std::string(" ") + verify::group_pattern_name(pat);
+            expect_cuda_pass(*c, seed++);
+          }
+          auto nk = weights_nk(sh.m, sh.k, sh.n, verify::make_group_sizes(pat, sh.g, sh.m, rng), dt, out);
+          expect_cuda_pass(nk, seed++);
+        }
+      }
+    }
+  }
+}
+
+bool device_is_hopper() {
+  std::string why;
+  const cuda::DriverApi* d = cuda::driver(&why);
+  if (!d) return false;
+  CUdevice dev;
+  int major = 0, minor = 0;
+  if (d->cuDeviceGet(&dev, 0) != CUDA_SUCCESS) return false;
+  d->cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
+  d->cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
+  return major == 9 && minor == 0;
+}
+
+// The TMA + wgmma family on the shapes it is chosen for (about 100 rows or more per group), both
+// weight layouts, every output dtype, every group pattern, and a group offset. On Hopper the plan
+// must really be that family: a silent fall-back would leave it untested.
+TEST(CudaBackend, HopperFamilyLayoutsPatternsAndOffset) {
+  REQUIRE_GPU();
+  const bool hopper = device_is_hopper();
+  const Shape shapes[] = {{1000, 192, 320, 4}, {777, 136, 264, 3}, {600, 64, 520, 2}};
+  workloads::SplitMix64 rng(17);
+  std::uint64_t seed = 5000;
+  int wgmma_plans = 0;
+  for (DType dt : {DType::kBF16, DType::kF16}) {
+    for (DType out : {dt, DType::kF32}) {
+      for (const Shape& sh : shapes) {
+        for (GroupPattern pat : kPatterns) {
+          for (bool nk : {false, true}) {
+            auto gs = verify::make_group_sizes(pat, sh.g, sh.m, rng);
+            verify::Case c;
+            if (nk) {
+              c = weights_nk(sh.m, sh.k, sh.n, gs, dt, out);
+            } else {
+              auto made = verify::shaped_case(1, sh.m, sh.k, sh.n, gs, dt, out);
+              ASSERT_TRUE(made.ok()) << made.status().message();
+              c = *made;
+            }
+            c.description += std::string(" ") + verify::group_pattern_name(pat);
+            PlanOptions po;
+            po.backend = "cuda";
+            auto r = verify::check_case(c, po, seed++, *gpu());
+            EXPECT_TRUE(r.passed) << c.description << "\n  " << r.plan << "\n  " << r.message;
+            wgmma_plans += r.plan.find("wgmma") != std::string::npos;
+          }
+        }
+      }
+    }
+  }
+  // group offset: groups [2, 4) of 5; rhs holds the 2 local groups
+  {
+    verify::Case c;
+    c.spec.lhs = {DType::kBF16, {900, 128}};
+    c.spec.rhs = {DType::kBF16, {2, 128, 256}};
+    c.spec.group_sizes = {DType::kI32, {5}};
+    c.spec.dims = RaggedDotDimensionNumbers::ragged_dot();
+    c.spec.group_offset = GroupOffset{2};
+    c.group_sizes = {100, 150, 300, 200, 150};
+    c.group_offset = 2;
+    c.description = "mode1 group offset 2 of 5, 2 local";
+    PlanOptions po;
+    po.backend = "cuda";
+    auto r = verify::check_case(c, po, seed++, *gpu());
+    EXPECT_TRUE(r.passed) << c.description << "\n  " << r.plan << "\n  " << r.message;
+  }
+  if (hopper) EXPECT_GT(wgmma_plans, 100) << "the Hopper family was not planned for its shapes";
+}
+
+TEST(CudaBackend, BatchModeAndBatchDims) {
+  REQUIRE_GPU();
+  std::uint64_t seed = 100;
+  for (DType dt : {DType::kBF16, DType::kF32}) {
+    auto c = verify::shaped_case(3, 136, 72, 48, {1, 1, 1}, dt);
+    ASSERT_TRUE(c.ok()) << c.status().message();
+    expect_cuda_pass(*c, seed++);
+    // batched mode 1 with per-batch group sizes [b, g]
+    workloads::SplitMix64 rng(5);
+    verify::Case b;
+    b.spec.lhs = {dt, {3, 40, 16}};
+    b.spec.rhs = {dt, {3, 4, 16, 24}};
+    b.spec.group_sizes = {DType::kI64, {3, 4}};
+    b.spec.dims.dot = {{2}, {2}, {0}, {0}};
+    b.spec.dims.lhs_ragged = {1};
+    b.spec.dims.rhs_group = {1};
+    for (int r = 0; r < 3; ++r) {
+      auto row = verify::make_group_sizes(GroupPattern::kPartialSum, 4, 40, rng);
+      b.group_sizes.insert(b.group_sizes.end(), row.begin(), row.end());
+    }
+    b.description = "batched with [b, g] group sizes";
+    expect_cuda_pass(b, seed++);
+  }
+}
+
+TEST(CudaBackend, RandomGeneralCases) {
+  REQUIRE_GPU();
+  int ran = 0;
+  for (std::uint64_t seed = 1; seed <= 300; ++seed) {
+    verify::CaseOptions o;
+    o.max_dim = 48;
+    auto c = verify::random_case(seed, o);
+    PlanOptions po;
+    po.backend = "cuda";
+    auto r = verify::check_case(c, po, seed, *gpu());
+    if (r.message.rfind("unsupported", 0) == 0) continue;  // relayouts: another backend's job
+    ++ran;
+    EXPECT_TRUE(r.passed) << "seed " << seed << ": " << c.description << "\n  " << r.plan << "\n  " << r.message;
+  }
+  EXPECT_GE(ran, 120);  // the rest need relayouts, which the cuda backend leaves to others
+}
+
+TEST(CudaBackend, AutomaticChoiceIsCudaForDeviceMemory) {
+  REQUIRE_GPU();
+  auto c = verify::shaped_case(1, 300, 128, 256, {100, 0, 200}, DType::kBF16);
+  ASSERT_TRUE(c.ok());
+  PlanOptions po;
+  po.memory_space = MemorySpace::kDevice;
+  auto r = verify::check_case(*c, po, 7, *gpu());
+  EXPECT_TRUE(r.passed) << r.message;
+  EXPECT_NE(r.plan.find("cuda"), std::string::npos) << r.plan;
+}
+
+// A device buffer freed at scope exit.
+struct DeviceBuffer {
+  void* p = nullptr;
+  explicit DeviceBuffer(std::size_t bytes) { p = gpu()->alloc(bytes).value(); }
+  ~DeviceBuffer() { gpu()->free(p); }
+};
+
+struct GraphFixture {
+  std::int64_t m = 1200, k = 256, n = 320, g = 6;  // declared before op: it is built from them
+  RaggedDot op;
+  std::vector<std::uint16_t> lhs, rhs;
+  static RaggedDot make_op(std::int64_t m, std::int64_t k, std::int64_t n, std::int64_t g) {
+    RaggedDotSpec s;
+    s.lhs = {DType::kBF16, {m, k}};
+    s.rhs = {DType::kBF16, {g, k, n}};
+    s.group_sizes = {DType::kI32, {g}};
+    s.dims = RaggedDotDimensionNumbers::ragged_dot();
+    return RaggedDot::create(s).value();
+  }
+  GraphFixture() : op(make_op(m, k, n, g)) {
+    lhs.resize(std::size_t(m * k));
+    rhs.resize(std::size_t(g * k * n));
+    verify::fill_random(lhs.data(), DType::kBF16, m * k, 11);
+    verify::fill_random(rhs.data(), DType::kBF16, g * k * n, 12);
+  }
+  // The oracle's output for these group sizes, as floats.
+  std::vector<float> expected(const std::vector<std::int32_t>& gs) {
+    PlanOptions po;
+    po.backend = "cpu_ref";
+    auto plan = make_plan(op, po).value();
+    std::vector<std::uint16_t> out(std::size_t(m * n));
+    std::vector<unsigned char> ws(plan.workspace_bytes() + 1);
+    ExecuteArgs a;
+    a.lhs = {lhs.data(), lhs.size() * 2, MemorySpace::kHost};
+    a.rhs = {rhs.data(), rhs.size() * 2, MemorySpace::kHost};
+    a.group_sizes = {gs.data(), gs.size() * 4, MemorySpace::kHost};
+    a.out = {out.data(), out.size() * 2, MemorySpace::kHost};
+    a.workspace = {ws.data(), plan.workspace_bytes(), MemorySpace::kHost};
+    EXPECT_TRUE(plan.execute(a).is_ok());
+    std::vector<float> f(out.size());
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      const std::uint32_t bits = std::uint32_t(out[i]) << 16;
+      std::memcpy(&f[i], &bits, 4);
+    }
+    return f;
+  }
+};
+
+double rel_error(const std::vector<std::uint16_t>& got, const std::vector<float>& want) {
+  double num = 0, den = 0;
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    const std::uint32_t bits = std::uint32_t(got[i]) << 16;
+    float v;
+    std::memcpy(&v, &bits, 4);
+    if (std::isnan(v)) return INFINITY;
+    num += (double(v) - want[i]) * (double(v) - want[i]);
+    den += double(want[i]) * want[i];
+  }
+  return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+}
+
+TEST(CudaBackend, GraphCaptureReplaysWithNewGroupSizes) {
+  REQUIRE_GPU();
+  GraphFixture f;
+  PlanOptions po;
+  po.backend = "cuda";
+  auto plan = make_plan(f.op, po);
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  ASSERT_TRUE(plan->graph_safe());
+  ASSERT_FALSE(plan->needs_host_sync());
+  DeviceBuffer dl(f.lhs.size() * 2), dr(f.rhs.size() * 2), dg(std::size_t(f.g) * 4), dout(std::size_t(f.m * f.n) * 2);
+  ASSERT_TRUE(gpu()->upload(dl.p, f.lhs.data(), f.lhs.size() * 2).is_ok());
+  ASSERT_TRUE(gpu()->upload(dr.p, f.rhs.data(), f.rhs.size() * 2).is_ok());
+  std::vector<std::int32_t> gs0 = {200, 0, 500, 1, 499, 0};
+  ASSERT_TRUE(gpu()->upload(dg.p, gs0.data(), gs0.size() * 4).is_ok());
+
+  const cuda::DriverApi* d = cuda::driver();
+  CUstream stream = static_cast<CUstream>(gpu()->stream());
+  ExecuteArgs a;
+  a.lhs = {dl.p, f.lhs.size() * 2, MemorySpace::kDevice};
+  a.rhs = {dr.p, f.rhs.size() * 2, MemorySpace::kDevice};
+  a.group_sizes = {dg.p, std::size_t(f.g) * 4, MemorySpace::kDevice};
+  a.out = {dout.p, std::size_t(f.m * f.n) * 2, MemorySpace::kDevice};
+  a.stream = stream;
+  ASSERT_EQ(d->cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+  const Status st = plan->execute(a);
+  CUgraph graph = nullptr;
+  ASSERT_EQ(d->cuStreamEndCapture(stream, &graph), CUDA_SUCCESS);
+  ASSERT_TRUE(st.is_ok()) << st.to_string();
+  CUgraphExec exec = nullptr;
+  ASSERT_EQ(d->cuGraphInstantiate(&exec, graph, 0), CUDA_SUCCESS);
+
+  const std::vector<std::vector<std::int32_t>> sizes = {
+      gs0, {1200, 0, 0, 0, 0, 0}, {0, 0, 0, 0, 0, 0}, {7, 13, 101, 3, 600, 11}, {0, 0, 0, 0, 0, 1200}};
+  std::vector<std::uint16_t> out(std::size_t(f.m * f.n));
+  const std::vector<std::uint16_t> poison(out.size(), 0x7fc0);  // bf16 NaN
+  for (const auto& gs : sizes) {
+    ASSERT_TRUE(gpu()->upload(dg.p, gs.data(), gs.size() * 4).is_ok());
+    ASSERT_TRUE(gpu()->upload(dout.p, poison.data(), poison.size() * 2).is_ok());
+    ASSERT_EQ(d->cuGraphLaunch(exec, stream), CUDA_SUCCESS);
+    ASSERT_TRUE(gpu()->synchronize().is_ok());
+    ASSERT_TRUE(gpu()->download(out.data(), dout.p, out.size() * 2).is_ok());
+    const double err = rel_error(out, f.expected(gs));
+    EXPECT_LT(err, 6e-3) << "group sizes " << gs[0] << "," << gs[1] << ",...";
+  }
+  d->cuGraphExecDestroy(exec);
+  d->cuGraphDestroy(graph);
+}
+
+TEST(CudaBackend, CheckedModeRejectsBadGroupSizesWithoutWriting) {
+  REQUIRE_GPU();
+  GraphFixture f;
+  PlanOptions po;
+  po.backend = "cuda";
+  po.checked = true;
+  auto plan = make_plan(f.op, po);
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  EXPECT_TRUE(plan->needs_host_sync());
+  EXPECT_FALSE(plan->graph_safe());
+  DeviceBuffer dl(f.lhs.size() * 2), dr(f.rhs.size() * 2), dg(std::size_t(f.g) * 4), dout(std::size_t(f.m * f.n) * 2),
+      dws(plan->workspace_bytes());
+  ASSERT_TRUE(gpu()->upload(dl.p, f.lhs.data(), f.lhs.size() * 2).is_ok());
+  ASSERT_TRUE(gpu()->upload(dr.p, f.rhs.data(), f.rhs.size() * 2).is_ok());
+  ExecuteArgs a;
+  a.lhs = {dl.p, f.lhs.size() * 2, MemorySpace::kDevice};
+  a.rhs = {dr.p, f.rhs.size() * 2, MemorySpace::kDevice};
+  a.group_sizes = {dg.p, std::size_t(f.g) * 4, MemorySpace::kDevice};
+  a.out = {dout.p, std::size_t(f.m * f.n) * 2, MemorySpace::kDevice};
+  a.workspace = {dws.p, plan->workspace_bytes(), MemorySpace::kDevice};
+  a.stream = gpu()->stream();
+  std::vector<std::uint16_t> out(std::size_t(f.m * f.n));
+  const std::vector<std::uint16_t> poison(out.size(), 0x7fc0);
+  struct Bad {
+    std::vector<std::int32_t> gs;
+    const char* message;
+  };
+  for (const Bad& bad : {Bad{{100, -1, 0, 0, 0, 0}, "negative"}, Bad{{1000, 201, 0, 0, 0, 0}, "exceeds"}}) {
+    ASSERT_TRUE(gpu()->upload(dg.p, bad.gs.data(), bad.gs.size() * 4).is_ok());
+    ASSERT_TRUE(gpu()->upload(dout.p, poison.data(), poison.size() * 2).is_ok());
+    const Status st = plan->execute(a);
+    EXPECT_FALSE(st.is_ok());
+    EXPECT_NE(st.message().find(bad.message), std::string::npos) << st.to_string();
+    ASSERT_TRUE(gpu()->download(out.data(), dout.p, out.size() * 2).is_ok());
+    EXPECT_EQ(out, poison) << "the output was written although the group sizes were rejected";
+  }
+  // good sizes still run
+  std::vector<std::int32_t> good = {100, 100, 100, 100, 100, 700};
+  ASSERT_TRUE(gpu()->upload(dg.p, good.data(), good.size() * 4).is_ok());
+  ASSERT_TRUE(plan->execute(a).is_ok());
+  ASSERT_TRUE(gpu()->synchronize().is_ok());
+  ASSERT_TRUE(gpu()->download(out.data(), dout.p, out.size() * 2).is_ok());
+  EXPECT_LT(rel_error(out, f.expected(good)), 6e-3);
+}
+
+TEST(CudaBackend, UncheckedModeClampsBadGroupSizes) {
+  REQUIRE_GPU();
+  GraphFixture f;
+  PlanOptions po;
+  po.backend = "cuda";
+  auto plan = make_plan(f.op, po);
+  ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+  DeviceBuffer dl(f.lhs.size() * 2), dr(f.rhs.size() * 2), dg(std::size_t(f.g) * 4), dout(std::size_t(f.m * f.n) * 2);
+  ASSERT_TRUE(gpu()->upload(dl.p, f.lhs.data(), f.lhs.size() * 2).is_ok());
+  ASSERT_TRUE(gpu()->upload(dr.p, f.rhs.data(), f.rhs.size() * 2).is_ok());
+  const std::vector<std::int32_t> bad = {300, -50, 400, 900, 5, 5};  // negative, then past the extent
+  const std::vector<std::int32_t> clamped = {300, 0, 400, 500, 0, 0};
+  ASSERT_TRUE(gpu()->upload(dg.p, bad.data(), bad.size() * 4).is_ok());
+  ExecuteArgs a;
+  a.lhs = {dl.p, f.lhs.size() * 2, MemorySpace::kDevice};
+  a.rhs = {dr.p, f.rhs.size() * 2, MemorySpace::kDevice};
+  a.group_sizes = {dg.p, std::size_t(f.g) * 4, MemorySpace::kDevice};
+  a.out = {dout.p, std::size_t(f.m * f.n) * 2, MemorySpace::kDevice};
+  a.stream = gpu()->stream();
+  ASSERT_TRUE(plan->execute(a).is_ok());
+  ASSERT_TRUE(gpu()->synchronize().is_ok());
+  std::vector<std::uint16_t> out(std::size_t(f.m * f.n));
+  ASSERT_TRUE(gpu()->download(out.data(), dout.p, out.size() * 2).is_ok());
+  EXPECT_LT(rel_error(out, f.expected(clamped)), 6e-3);
+}
+
+TEST(CudaBackend, RejectsHostBuffers) {
+  REQUIRE_GPU();
+  GraphFixture f;
+  PlanOptions po;
+  po.backend = "cuda";
+  auto plan = make_plan(f.op, po);
+  ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+  std::vector<std::int32_t> gs(6, 0);
+  std::vector<std::uint16_t> out(std::size_t(f.m * f.n));
+  ExecuteArgs a;
+  a.lhs = {f.lhs.data(), f.lhs.size() * 2, MemorySpace::kHost};
+  a.rhs = {f.rhs.data(), f.rhs.size() * 2, MemorySpace::kHost};
+  a.group_sizes = {gs.data(), gs.size() * 4, MemorySpace::kHost};
+  a.out = {out.data(), out.size() * 2, MemorySpace::kHost};
+  const Status st = plan->execute(a);
+  EXPECT_FALSE(st.is_ok());
+  EXPECT_NE(st.message().find("memory"), std::string::npos) << st.to_string();
+}
+
+}  // namespace
+}  // namespace ragdot

@@ -1,0 +1,304 @@
+// The cuda backend's code generation, without a GPU: every variant the planner can choose
+// compiles with NVRTC for sm_80 and sm_90a, uses no local memory (no spills, no stack), and the
+// JIT cache publishes, rejects and survives entries as it promises.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <thread>
+
+#include "backends/cuda/kernel_cache.hpp"
+#include "backends/cuda/kernel_variant.hpp"
+#include "backends/cuda/nvrtc_compiler.hpp"
+#include "backends/cuda/embedded_kernels.hpp"
+
+namespace ragdot::cuda {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The stack frame and spill bytes ptxas reports for the group GEMM entry point.
+struct Resources {
+  int registers = -1, stack = -1, spill_stores = -1, spill_loads = -1;
+};
+Resources resources_of(const std::string& log) {
+  Resources r;
+  // ptxas prints a "Compiling entry function" block per kernel; find ours.
+  const auto at = log.find(std::string("'") + kKernelEntry + "'");
+  if (at == std::string::npos) return r;
+  const std::string tail = log.substr(at, 600);
+  std::smatch m;
+  if (std::regex_search(tail, m, std::regex(R"((\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads)"))) {
+    r.stack = std::stoi(m[1]);
+    r.spill_stores = std::stoi(m[2]);
+    r.spill_loads = std::stoi(m[3]);
+  }
+  if (std::regex_search(tail, m, std::regex(R"(Used (\d+) registers)"))) r.registers = std::stoi(m[1]);
+  return r;
+}
+
+void compile_all(const DeviceTraits& d) {
+  const std::string arch = arch_for(d);
+  const auto variants = all_variants(d);
+  ASSERT_GT(variants.size(), 0u);
+  std::set<std::string> names;
+  for (const auto& v : variants) EXPECT_TRUE(names.insert(v.name()).second) << "duplicate variant " << v.name();
+  std::vector<std::string> failures(variants.size());
+  const unsigned workers = std::max(1u, std::thread::hardware_concurrency());
+  std::vector<std::thread> pool;
+  for (unsigned w = 0; w < workers; ++w) {
+    pool.emplace_back([&, w] {
+      for (std::size_t i = w; i < variants.size(); i += workers) {
+        const auto out = compile_to_cubin(generate_source(variants[i]), "ragdot_kernel.cu", embedded_kernel_headers(), arch);
+        if (!out.ok()) {
+          failures[i] = out.status().message();
+          continue;
+        }
+        const Resources r = resources_of(out->log);
+        if (r.spill_stores != 0 || r.spill_loads != 0 || r.stack != 0)
+          failures[i] = "uses local memory: stack " + std::to_string(r.stack) + ", spill stores " +
+                        std::to_string(r.spill_stores) + ", spill loads " + std::to_string(r.spill_loads) + "\n" +
+                        out->log;
+        if (out->cubin.size() < 16 || std::string(out->cubin.data() + 1, 3) != "ELF") failures[i] += " not an ELF cubin";
+      }
+    });
+  }
+  for (auto& t : pool) t.join();
+  for (std::size_t i = 0; i < variants.size(); ++i)
+    EXPECT_TRUE(failures[i].empty()) << arch << " " << variants[i].name() << ": " << failures[i];
+}
+
+TEST(CudaCodegen, NvrtcIsAvailable) {
+  std::string why;
+  EXPECT_FALSE(nvrtc_version(&why).empty()) << why;
+}
+
+TEST(CudaCodegen, EveryVariantCompilesForSm80WithoutLocalMemory) { compile_all(DeviceTraits{8, 0, 163 * 1024}); }
+
+TEST(CudaCodegen, EveryVariantCompilesForSm90aWithoutLocalMemory) { compile_all(DeviceTraits{9, 0, 227 * 1024}); }
+
+TEST(CudaCodegen, PlannerPicksTensorCoresForMoeLayouts) {
+  core::GroupGemmProblem p;
+  p.mode = RaggedMode::kNonContracting;
+  p.lhs_dtype = p.rhs_dtype = p.out_dtype = DType::kBF16;
+  p.num_groups = p.computed_groups = 8;
+  p.m = 4096, p.k = 1024, p.n = 3584;
+  p.ragged_extent = 4096;
+  p.lhs_m = 1024, p.lhs_k = 1;
+  p.rhs_g = 1024 * 3584, p.rhs_k = 3584, p.rhs_n = 1;  // [E, K, N]
+  p.out_m = 3584, p.out_n = 1;
+  const DeviceTraits h{9, 0, 227 * 1024}, a100{8, 0, 163 * 1024};
+  auto v = choose_variant(p, h);
+  ASSERT_TRUE(v.ok()) << v.status().message();
+  EXPECT_EQ(v->family, KernelFamily::kWgmma) << v->name();
+  EXPECT_FALSE(v->b_k_major);
+  v = choose_variant(p, a100);
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ(v->family, KernelFamily::kMmaSync) << v->name();
+  p.rhs_k = 1, p.rhs_n = 1024;  // [E, N, K]
+  v = choose_variant(p, h);
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ(v->family, KernelFamily::kWgmma);
+  EXPECT_TRUE(v->b_k_major);
+  {
+    auto decode = p;  // 8 rows per expert: the small-tile mma family
+    decode.m = decode.ragged_extent = 64;
+    v = choose_variant(decode, h);
+    ASSERT_TRUE(v.ok());
+    EXPECT_EQ(v->family, KernelFamily::kMmaSync) << v->name();
+    EXPECT_EQ(v->bm, 64);
+  }
+  p.lhs_dtype = p.rhs_dtype = DType::kF32;  // f32 keeps exact products: the FMA family
+  v = choose_variant(p, h);
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ(v->family, KernelFamily::kSimt);
+  // every variant the planner returns is in the enumerated set CI compiles
+  const auto all = all_variants(h);
+  EXPECT_NE(std::find(all.begin(), all.end(), *v), all.end());
+}
+
+// cuobjdump: $RAGDOT_CUOBJDUMP, the toolkit's, or the one of the PyPI wheel nvidia-cuda-cuobjdump.
+std::string find_cuobjdump() {
+  std::vector<std::string> candidates;
+  if (const char* e = std::getenv("RAGDOT_CUOBJDUMP")) candidates.push_back(e);
+  candidates.push_back("/usr/local/cuda/bin/cuobjdump");
+  if (std::FILE* f = popen("python3 -c 'import importlib.util as u; s = u.find_spec(\"nvidia\"); "
+                           "print(*s.submodule_search_locations, sep=chr(10))' 2>/dev/null", "r")) {
+    char line[4096];
+    while (std::fgets(line, sizeof line, f)) {
+      std::string dir(line);
+      while (!dir.empty() && (dir.back() == '\n' || dir.back() == '\r')) dir.pop_back();
+      for (const char* sub : {"/cu13/bin/cuobjdump", "/cuda_cuobjdump/bin/cuobjdump"}) candidates.push_back(dir + sub);
+    }
+    pclose(f);
+  }
+  for (const auto& c : candidates)
+    if (!c.empty() && ::access(c.c_str(), X_OK) == 0) return c;
+  return "";
+}
+
+std::string run_and_capture(const std::string& command) {
+  std::string out;
+  if (std::FILE* f = popen(command.c_str(), "r")) {
+    char buf[65536];
+    std::size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
+    pclose(f);
+  }
+  return out;
+}
+
+// The Hopper variants must really run on the wgmma tensor-core path (HGMMA in the machine code),
+// load through TMA (UTMALDG), wait on mbarriers (SYNCS), keep registers out of local memory, and
+// have setmaxnreg honoured (ptxas warns with C7508 when it is not).
+TEST(CudaCodegen, HopperVariantsUseWgmmaAndTma) {
+  const std::string cuobjdump = find_cuobjdump();
+  ASSERT_FALSE(cuobjdump.empty()) << "cuobjdump not found: pip install nvidia-cuda-cuobjdump, or set RAGDOT_CUOBJDUMP";
+  const DeviceTraits h{9, 0, 227 * 1024};
+  int checked = 0;
+  for (const auto& v : all_variants(h)) {
+    if (v.family != KernelFamily::kWgmma || v.out != DType::kBF16) continue;
+    const auto out = compile_to_cubin(generate_source(v), "ragdot_kernel.cu", embedded_kernel_headers(), arch_for(h));
+    ASSERT_TRUE(out.ok()) << v.name() << ": " << out.status().message();
+    EXPECT_EQ(out->log.find("C7508"), std::string::npos) << v.name() << ": setmaxnreg ignored\n" << out->log;
+    const fs::path cubin = fs::temp_directory_path() / ("ragdot-sass-" + std::to_string(::getpid()) + ".cubin");
+    {
+      std::ofstream f(cubin, std::ios::binary);
+      f.write(out->cubin.data(), std::streamsize(out->cubin.size()));
+    }
+    const std::string sass = run_and_capture("'" + cuobjdump + "' -sass '" + cubin.string() + "' 2>&1");
+    fs::remove(cubin);
+    ASSERT_NE(sass.find("ragdot_group_gemm"), std::string::npos) << v.name() << ": no SASS\n" << sass.substr(0, 500);
+    EXPECT_NE(sass.find("HGMMA"), std::string::npos) << v.name() << ": no HGMMA in the SASS";
+    EXPECT_NE(sass.find("UTMALDG"), std::string::npos) << v.name() << ": no TMA load in the SASS";
+    EXPECT_NE(sass.find("SYNCS"), std::string::npos) << v.name() << ": no mbarrier wait in the SASS";
+    EXPECT_EQ(sass.find("LDL"), std::string::npos) << v.name() << ": local-memory loads in the SASS";
+    EXPECT_EQ(sass.find("STL"), std::string::npos) << v.name() << ": local-memory stores in the SASS";
+    ++checked;
+  }
+  EXPECT_GE(checked, 4);
+}
+
+class CacheDir {
+ public:
+  CacheDir() {
+    path_ = fs::temp_directory_path() / ("ragdot-cache-test-" + std::to_string(::getpid()) + "-" + std::to_string(n_++));
+    fs::remove_all(path_);
+    setenv("RAGDOT_CACHE_DIR", path_.c_str(), 1);
+  }
+  ~CacheDir() {
+    std::error_code ec;
+    fs::permissions(path_, fs::perms::owner_all, fs::perm_options::add, ec);
+    fs::permissions(path_ / "kernels", fs::perms::owner_all, fs::perm_options::add, ec);
+    fs::remove_all(path_, ec);
+    unsetenv("RAGDOT_CACHE_DIR");
+  }
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+  static inline int n_ = 0;
+};
+
+const std::string kArch = "sm_80";
+std::string small_source() {
+  KernelVariant v;  // the simt family compiles fastest
+  v.family = KernelFamily::kSimt;
+  v.lhs = v.rhs = v.out = DType::kF32;
+  v.bm = v.bn = 64, v.bk = 16, v.tm = v.tn = 4, v.warps_m = v.warps_n = 0, v.stages = 1;
+  return generate_source(v);
+}
+
+TEST(KernelCache, PublishesThenLoadsFromDisk) {
+  CacheDir dir;
+  auto& cache = KernelCache::instance();
+  const std::string src = small_source() + "// publish\n";
+  const auto before = cache.stats();
+  auto first = cache.get(src, "k.cu", kArch);
+  ASSERT_TRUE(first.ok()) << first.status().message();
+  EXPECT_EQ((*first)->origin, CompiledKernel::Origin::kCompiled);
+  const std::string path = cache.entry_path((*first)->key);
+  EXPECT_TRUE(fs::exists(path));
+  for (const auto& e : fs::directory_iterator(fs::path(path).parent_path()))
+    EXPECT_EQ(e.path().string().find(".tmp."), std::string::npos) << "temporary file left behind: " << e.path();
+  auto again = cache.get(src, "k.cu", kArch);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ((*again)->origin, CompiledKernel::Origin::kMemory);
+  cache.clear_memory();
+  auto disk = cache.get(src, "k.cu", kArch);
+  ASSERT_TRUE(disk.ok());
+  EXPECT_EQ((*disk)->origin, CompiledKernel::Origin::kDisk);
+  EXPECT_EQ((*disk)->cubin, (*first)->cubin);
+  EXPECT_EQ(cache.stats().compiles, before.compiles + 1);
+}
+
+TEST(KernelCache, CorruptEntryIsRecompiledNotTrusted) {
+  CacheDir dir;
+  auto& cache = KernelCache::instance();
+  const std::string src = small_source() + "// corrupt\n";
+  auto first = cache.get(src, "k.cu", kArch);
+  ASSERT_TRUE(first.ok()) << first.status().message();
+  const std::string path = cache.entry_path((*first)->key);
+  for (int damage = 0; damage < 3; ++damage) {
+    {
+      std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+      ASSERT_TRUE(f);
+      if (damage == 0) {  // flip a byte of the cubin
+        f.seekp(-40, std::ios::end);
+        f.put('\x5a');
+      } else if (damage == 1) {  // wrong magic
+        f.seekp(0);
+        f.put('X');
+      }
+    }
+    if (damage == 2) fs::resize_file(path, fs::file_size(path) / 2);  // truncated
+    cache.clear_memory();
+    const int rejected = cache.stats().rejected_entries;
+    auto again = cache.get(src, "k.cu", kArch);
+    ASSERT_TRUE(again.ok());
+    EXPECT_EQ((*again)->origin, CompiledKernel::Origin::kCompiled) << "damage " << damage;
+    EXPECT_EQ((*again)->cubin, (*first)->cubin);
+    EXPECT_EQ(cache.stats().rejected_entries, rejected + 1);
+  }
+}
+
+TEST(KernelCache, ReadOnlyCacheDirStillCompiles) {
+  if (::geteuid() == 0) {
+    // root ignores permission bits: point the cache at a path under a regular file instead
+    CacheDir dir;
+    fs::create_directories(dir.path());
+    std::ofstream(dir.path() / "kernels") << "not a directory";
+    auto& cache = KernelCache::instance();
+    const int failures = cache.stats().write_failures;
+    auto k = cache.get(small_source() + "// readonly-root\n", "k.cu", kArch);
+    ASSERT_TRUE(k.ok()) << k.status().message();
+    EXPECT_FALSE((*k)->cubin.empty());
+    EXPECT_EQ(cache.stats().write_failures, failures + 1);
+    return;
+  }
+  CacheDir dir;
+  fs::create_directories(dir.path());
+  fs::permissions(dir.path(), fs::perms::owner_read | fs::perms::owner_exec);
+  auto& cache = KernelCache::instance();
+  const int failures = cache.stats().write_failures;
+  auto k = cache.get(small_source() + "// readonly\n", "k.cu", kArch);
+  ASSERT_TRUE(k.ok()) << k.status().message();
+  EXPECT_EQ(cache.stats().write_failures, failures + 1);
+}
+
+TEST(KernelCache, KeyCoversSourceArchAndHeaders) {
+  const std::string src = small_source();
+  EXPECT_NE(KernelCache::key_for(src, "sm_80"), KernelCache::key_for(src, "sm_90a"));
+  EXPECT_NE(KernelCache::key_for(src, "sm_80"), KernelCache::key_for(src + " ", "sm_80"));
+  EXPECT_EQ(KernelCache::key_for(src, "sm_80"), KernelCache::key_for(src, "sm_80"));
+  EXPECT_GE(embedded_kernel_headers().size(), 5u);
+}
+
+}  // namespace
+}  // namespace ragdot::cuda
