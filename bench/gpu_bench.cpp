@@ -68,10 +68,19 @@ void fill_bf16(DevBuf& b, std::uint64_t seed) {
     CU(D->cuMemcpyDtoD(b.p + off, b.p, std::min(block * 2, b.bytes - off)));
 }
 
+double wall_ms(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
 // Median milliseconds of `fn` over `reps` timed runs after warm-up, with CUDA events.
 template <class F>
 double time_ms(CUstream s, int reps, F&& fn) {
-  for (int i = 0; i < 3; ++i) fn();
+  // warm-up: at least 3 runs and 150 ms, so that clocks have settled before the first timed run
+  const auto warm_start = std::chrono::steady_clock::now();
+  for (int i = 0; i < 3 || wall_ms(warm_start) < 150.0; ++i) {
+    fn();
+    if (i % 4 == 3) CU(D->cuStreamSynchronize(s));
+  }
   CU(D->cuStreamSynchronize(s));
   std::vector<float> t;
   CUevent a, b;
@@ -112,9 +121,6 @@ std::string json_escape(const std::string& s) {
   return o;
 }
 
-double wall_ms(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-}
 
 }  // namespace
 

@@ -49,18 +49,6 @@ if [ $run_tests = 1 ]; then
     echo "$t exit $rc ($(( $(date +%s) - start ))s)" | tee -a "$LOG" >> "$OUT/gpu_tests.txt"
   done
 fi
-if [ $run_tests = 1 ] && [ $run_sanitizer = 1 ]; then
-  say "compute-sanitizer (reduced set)"
-  filter='CudaBackend.GraphCaptureReplaysWithNewGroupSizes:CudaBackend.UncheckedModeClampsBadGroupSizes:CudaBackend.BatchModeAndBatchDims:CudaBackend.CheckedMode*'
-  for tool in memcheck racecheck; do
-    timeout 200 compute-sanitizer --tool $tool --error-exitcode 3 "$BIN/test_cuda_backend" --gtest_filter="$filter" \
-      > "$OUT/sanitizer_$tool.txt" 2>&1
-    echo "$tool exit $? : $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/sanitizer_$tool.txt" | tail -1)" >> "$LOG"
-  done
-  cat "$OUT"/sanitizer_*.txt | grep -E "SUMMARY|Invalid|Race|error" | head -40 > "$OUT/sanitizer.txt"
-  rm -f "$OUT"/sanitizer_memcheck.txt "$OUT"/sanitizer_racecheck.txt
-fi
-
 if [ $run_bench = 1 ]; then
   say "benchmark: ragdot + cuBLAS peers"
   timeout 300 "$BIN/gpu_bench" --json "$OUT/bench_ragdot.json" $quick 2>&1 | tee -a "$LOG" >&2
@@ -73,4 +61,16 @@ if [ $run_bench = 1 ]; then
   python3 bench/gpu_report.py --bench "$OUT/bench_ragdot.json" $peers --json "$OUT/gpu_results.json" \
     --md "$OUT/gpu_table.md" --commit "$(head -1 .devbin/commit 2>/dev/null)" >> "$LOG" 2>&1
 fi
+if [ $run_tests = 1 ] && [ $run_sanitizer = 1 ]; then
+  say "compute-sanitizer (reduced set)"
+  filter='CudaBackend.GraphCaptureReplaysWithNewGroupSizes:CudaBackend.UncheckedModeClampsBadGroupSizes:CudaBackend.BatchModeAndBatchDims:CudaBackend.CheckedMode*'
+  for tool in memcheck racecheck; do
+    timeout 120 compute-sanitizer --tool $tool --error-exitcode 3 "$BIN/test_cuda_backend" --gtest_filter="$filter" \
+      > "$OUT/sanitizer_$tool.txt" 2>&1
+    echo "$tool exit $? : $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/sanitizer_$tool.txt" | tail -1)" >> "$LOG"
+  done
+  cat "$OUT"/sanitizer_*.txt | grep -E "SUMMARY|Invalid|Race|error" | head -40 > "$OUT/sanitizer.txt"
+  rm -f "$OUT"/sanitizer_memcheck.txt "$OUT"/sanitizer_racecheck.txt
+fi
+
 say "done"

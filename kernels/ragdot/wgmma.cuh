@@ -174,34 +174,45 @@ struct Kernel {
       const i64 rows_here = imin((i64)kBM, tile.row_end - tile.m0) - wg * 64;  // this warpgroup's rows
       O* otile = out + (tile.m0 + wg * 64) * p.out_m + tile.n0;
       const int k_tiles = tile.zero ? 0 : (int)ceil_div(tile.k_len, kBK);
-      if (k_tiles == 0) {
+      // A group's last tile often has 64 rows or fewer: the warpgroup whose rows all lie past the
+      // group's end keeps the pipeline's barriers but issues no wgmma, which halves that tile's
+      // tensor-core time (groups of ~128 rows, as in deepseek-v3, have many such tiles).
+      const bool idle = rows_here <= 0 || k_tiles == 0;
+      // Zeroed on every path, outside any branch: accumulators defined on a divergent path make
+      // ptxas serialize the wgmma pipeline (warning C7520).
 #pragma unroll
-        for (int i = 0; i < kAcc; ++i) acc[i] = 0.0f;
-      }
-      u32 prev_stage = 0;
-      for (int kt = 0; kt < k_tiles; ++kt, ++it) {
-        const u32 s = it % kStages, phase = (it / kStages) & 1;
-        mbar_wait(smem_address(&full_bar[s]), phase);
-        const u32 a_tile = ring + s * kStageBytes + wg * (64 * 128), b_tile = ring + s * kStageBytes + kATileBytes;
-#pragma unroll
-        for (int i = 0; i < kAcc; ++i) fence_operand(acc[i]);
-        wgmma_fence();
-#pragma unroll
-        for (int ks = 0; ks < kBK / 16; ++ks) {
-          const u64 da = smem_desc(a_tile + ks * 32, 16, 1024);
-          const u64 db = V::kBKMajor ? smem_desc(b_tile + ks * 32, 16, 1024)
-                                     : smem_desc(b_tile + ks * 2048, kBK * 128, 1024);
-          Mma::run(acc, da, db, (kt > 0 || ks > 0) ? 1 : 0);
+      for (int i = 0; i < kAcc; ++i) acc[i] = 0.0f;
+      if (idle) {
+        // nothing to multiply: only keep the stage barriers' protocol with the producer
+        for (int kt = 0; kt < k_tiles; ++kt, ++it) {
+          const u32 s = it % kStages, phase = (it / kStages) & 1;
+          mbar_wait(smem_address(&full_bar[s]), phase);
+          if (tid == 0) mbar_arrive(smem_address(&empty_bar[s]));
         }
-        wgmma_commit();
+      } else {
+        u32 prev_stage = 0;
+        for (int kt = 0; kt < k_tiles; ++kt, ++it) {
+          const u32 s = it % kStages, phase = (it / kStages) & 1;
+          mbar_wait(smem_address(&full_bar[s]), phase);
+          const u32 a_tile = ring + s * kStageBytes + wg * (64 * 128), b_tile = ring + s * kStageBytes + kATileBytes;
 #pragma unroll
-        for (int i = 0; i < kAcc; ++i) fence_operand(acc[i]);
-        // keep one k-step in flight: the previous one is done, so its stage can be refilled
-        wgmma_wait<1>();
-        if (kt > 0 && tid == 0) mbar_arrive(smem_address(&empty_bar[prev_stage]));
-        prev_stage = s;
-      }
-      if (k_tiles > 0) {
+          for (int i = 0; i < kAcc; ++i) fence_operand(acc[i]);
+          wgmma_fence();
+#pragma unroll
+          for (int ks = 0; ks < kBK / 16; ++ks) {
+            const u64 da = smem_desc(a_tile + ks * 32, 16, 1024);
+            const u64 db = V::kBKMajor ? smem_desc(b_tile + ks * 32, 16, 1024)
+                                       : smem_desc(b_tile + ks * 2048, kBK * 128, 1024);
+            Mma::run(acc, da, db, 1);
+          }
+          wgmma_commit();
+#pragma unroll
+          for (int i = 0; i < kAcc; ++i) fence_operand(acc[i]);
+          // keep one k-step in flight: the previous one is done, so its stage can be refilled
+          wgmma_wait<1>();
+          if (kt > 0 && tid == 0) mbar_arrive(smem_address(&empty_bar[prev_stage]));
+          prev_stage = s;
+        }
         wgmma_wait<0>();
 #pragma unroll
         for (int i = 0; i < kAcc; ++i) fence_operand(acc[i]);

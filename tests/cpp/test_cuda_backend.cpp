@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "backends/cuda/cuda_driver.hpp"
+#include "backends/cuda/device.hpp"
 #include "verify/check.hpp"
 
 namespace ragdot {
@@ -290,6 +291,11 @@ TEST(CudaBackend, GraphCaptureReplaysWithNewGroupSizes) {
   ASSERT_TRUE(gpu()->upload(dg.p, gs0.data(), gs0.size() * 4).is_ok());
 
   const cuda::DriverApi* d = cuda::driver();
+  // graph calls need a current context; the library's calls push and pop their own
+  auto dev = cuda::device(0);
+  ASSERT_TRUE(dev.ok());
+  cuda::ScopedContext scope((*dev)->context);
+  ASSERT_TRUE(scope.status().is_ok());
   CUstream stream = static_cast<CUstream>(gpu()->stream());
   ExecuteArgs a;
   a.lhs = {dl.p, f.lhs.size() * 2, MemorySpace::kDevice};

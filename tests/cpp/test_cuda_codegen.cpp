@@ -167,6 +167,7 @@ TEST(CudaCodegen, HopperVariantsUseWgmmaAndTma) {
     const auto out = compile_to_cubin(generate_source(v), "ragdot_kernel.cu", embedded_kernel_headers(), arch_for(h));
     ASSERT_TRUE(out.ok()) << v.name() << ": " << out.status().message();
     EXPECT_EQ(out->log.find("C7508"), std::string::npos) << v.name() << ": setmaxnreg ignored\n" << out->log;
+    EXPECT_EQ(out->log.find("C7520"), std::string::npos) << v.name() << ": wgmma pipeline serialized\n" << out->log;
     const fs::path cubin = fs::temp_directory_path() / ("ragdot-sass-" + std::to_string(::getpid()) + ".cubin");
     {
       std::ofstream f(cubin, std::ios::binary);
