@@ -53,6 +53,12 @@ __device__ __forceinline__ u32 pack2(float lo, float hi, F16) {
   return r;
 }
 
+// Two adjacent outputs from f32 accumulators in one store: 8 bytes for f32, 4 for 16-bit types.
+__device__ __forceinline__ void store_pair(float* dst, float x, float y, F32) { *(float2*)dst = make_float2(x, y); }
+template <class T> __device__ __forceinline__ void store_pair(u16* dst, float x, float y, T) {
+  *(u32*)dst = pack2(x, y, T());
+}
+
 __device__ __forceinline__ u32 smem_address(const void* p) {
   u32 a;
   asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));

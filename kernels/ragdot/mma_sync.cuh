@@ -199,7 +199,7 @@ struct Kernel {
 #pragma unroll
           for (int h = 0; h < 2; ++h) {
             const int r = wm0 + i * 16 + g + h * 8;
-            if (r < store_rows) store_pair(otile + r * p.out_m + c, acc[i][j][2 * h], acc[i][j][2 * h + 1]);
+            if (r < store_rows) store_pair(otile + r * p.out_m + c, acc[i][j][2 * h], acc[i][j][2 * h + 1], typename V::Out());
           }
         }
       }
@@ -214,14 +214,6 @@ struct Kernel {
                                                       k_len);
   }
 
-  static __device__ __forceinline__ void store_pair(O* dst, float x, float y) { store_pair(dst, x, y, typename V::Out()); }
-  static __device__ __forceinline__ void store_pair(float* dst, float x, float y, F32) {
-    *(float2*)dst = make_float2(x, y);
-  }
-  template <class T>
-  static __device__ __forceinline__ void store_pair(u16* dst, float x, float y, T) {
-    *(u32*)dst = pack2(x, y, T());
-  }
 };
 
 }  // namespace mma

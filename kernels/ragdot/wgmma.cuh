@@ -228,15 +228,10 @@ struct Kernel {
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const int r = r0 + h * 8;
-          if (r < rows_here) store_pair(otile + r * p.out_m + c, acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
+          if (r < rows_here) store_pair(otile + r * p.out_m + c, acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1], typename V::Out());
         }
       }
     }
-  }
-
-  static __device__ __forceinline__ void store_pair(float* dst, float x, float y) { *(float2*)dst = make_float2(x, y); }
-  static __device__ __forceinline__ void store_pair(u16* dst, float x, float y) {
-    *(u32*)dst = pack2(x, y, typename V::Out());
   }
 };
 

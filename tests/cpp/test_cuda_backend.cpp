@@ -96,15 +96,8 @@ TEST(CudaBackend, ShapedCasesEveryModeDtypeLayout) {
 }
 
 bool device_is_hopper() {
-  std::string why;
-  const cuda::DriverApi* d = cuda::driver(&why);
-  if (!d) return false;
-  CUdevice dev;
-  int major = 0, minor = 0;
-  if (d->cuDeviceGet(&dev, 0) != CUDA_SUCCESS) return false;
-  d->cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
-  d->cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
-  return major == 9 && minor == 0;
+  auto dev = cuda::device(0);
+  return dev.ok() && (*dev)->traits.cc_major == 9 && (*dev)->traits.cc_minor == 0;
 }
 
 // The TMA + wgmma family on the shapes it is chosen for (about 100 rows or more per group), both
@@ -275,6 +268,28 @@ double rel_error(const std::vector<std::uint16_t>& got, const std::vector<float>
   return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
 }
 
+// The fixture's operands on the GPU, and the execute arguments that name them.
+struct FixtureOnDevice {
+  const GraphFixture& f;
+  DeviceBuffer dl, dr, dg, dout;
+  explicit FixtureOnDevice(const GraphFixture& fixture)
+      : f(fixture), dl(f.lhs.size() * 2), dr(f.rhs.size() * 2), dg(std::size_t(f.g) * 4),
+        dout(std::size_t(f.m * f.n) * 2) {}
+  Status upload_inputs() const {
+    Status st = gpu()->upload(dl.p, f.lhs.data(), f.lhs.size() * 2);
+    return st.is_ok() ? gpu()->upload(dr.p, f.rhs.data(), f.rhs.size() * 2) : st;
+  }
+  ExecuteArgs args(void* stream) const {
+    ExecuteArgs a;
+    a.lhs = {dl.p, f.lhs.size() * 2, MemorySpace::kDevice};
+    a.rhs = {dr.p, f.rhs.size() * 2, MemorySpace::kDevice};
+    a.group_sizes = {dg.p, std::size_t(f.g) * 4, MemorySpace::kDevice};
+    a.out = {dout.p, std::size_t(f.m * f.n) * 2, MemorySpace::kDevice};
+    a.stream = stream;
+    return a;
+  }
+};
+
 TEST(CudaBackend, GraphCaptureReplaysWithNewGroupSizes) {
   REQUIRE_GPU();
   GraphFixture f;
@@ -284,11 +299,10 @@ TEST(CudaBackend, GraphCaptureReplaysWithNewGroupSizes) {
   ASSERT_TRUE(plan.ok()) << plan.status().message();
   ASSERT_TRUE(plan->graph_safe());
   ASSERT_FALSE(plan->needs_host_sync());
-  DeviceBuffer dl(f.lhs.size() * 2), dr(f.rhs.size() * 2), dg(std::size_t(f.g) * 4), dout(std::size_t(f.m * f.n) * 2);
-  ASSERT_TRUE(gpu()->upload(dl.p, f.lhs.data(), f.lhs.size() * 2).is_ok());
-  ASSERT_TRUE(gpu()->upload(dr.p, f.rhs.data(), f.rhs.size() * 2).is_ok());
+  FixtureOnDevice dev_ops(f);
+  ASSERT_TRUE(dev_ops.upload_inputs().is_ok());
   std::vector<std::int32_t> gs0 = {200, 0, 500, 1, 499, 0};
-  ASSERT_TRUE(gpu()->upload(dg.p, gs0.data(), gs0.size() * 4).is_ok());
+  ASSERT_TRUE(gpu()->upload(dev_ops.dg.p, gs0.data(), gs0.size() * 4).is_ok());
 
   const cuda::DriverApi* d = cuda::driver();
   // graph calls need a current context; the library's calls push and pop their own
@@ -297,12 +311,7 @@ TEST(CudaBackend, GraphCaptureReplaysWithNewGroupSizes) {
   cuda::ScopedContext scope((*dev)->context);
   ASSERT_TRUE(scope.status().is_ok());
   CUstream stream = static_cast<CUstream>(gpu()->stream());
-  ExecuteArgs a;
-  a.lhs = {dl.p, f.lhs.size() * 2, MemorySpace::kDevice};
-  a.rhs = {dr.p, f.rhs.size() * 2, MemorySpace::kDevice};
-  a.group_sizes = {dg.p, std::size_t(f.g) * 4, MemorySpace::kDevice};
-  a.out = {dout.p, std::size_t(f.m * f.n) * 2, MemorySpace::kDevice};
-  a.stream = stream;
+  const ExecuteArgs a = dev_ops.args(stream);
   ASSERT_EQ(d->cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
   const Status st = plan->execute(a);
   CUgraph graph = nullptr;
@@ -316,11 +325,11 @@ TEST(CudaBackend, GraphCaptureReplaysWithNewGroupSizes) {
   std::vector<std::uint16_t> out(std::size_t(f.m * f.n));
   const std::vector<std::uint16_t> poison(out.size(), 0x7fc0);  // bf16 NaN
   for (const auto& gs : sizes) {
-    ASSERT_TRUE(gpu()->upload(dg.p, gs.data(), gs.size() * 4).is_ok());
-    ASSERT_TRUE(gpu()->upload(dout.p, poison.data(), poison.size() * 2).is_ok());
+    ASSERT_TRUE(gpu()->upload(dev_ops.dg.p, gs.data(), gs.size() * 4).is_ok());
+    ASSERT_TRUE(gpu()->upload(dev_ops.dout.p, poison.data(), poison.size() * 2).is_ok());
     ASSERT_EQ(d->cuGraphLaunch(exec, stream), CUDA_SUCCESS);
     ASSERT_TRUE(gpu()->synchronize().is_ok());
-    ASSERT_TRUE(gpu()->download(out.data(), dout.p, out.size() * 2).is_ok());
+    ASSERT_TRUE(gpu()->download(out.data(), dev_ops.dout.p, out.size() * 2).is_ok());
     const double err = rel_error(out, f.expected(gs));
     EXPECT_LT(err, 6e-3) << "group sizes " << gs[0] << "," << gs[1] << ",...";
   }
@@ -338,17 +347,11 @@ TEST(CudaBackend, CheckedModeRejectsBadGroupSizesWithoutWriting) {
   ASSERT_TRUE(plan.ok()) << plan.status().message();
   EXPECT_TRUE(plan->needs_host_sync());
   EXPECT_FALSE(plan->graph_safe());
-  DeviceBuffer dl(f.lhs.size() * 2), dr(f.rhs.size() * 2), dg(std::size_t(f.g) * 4), dout(std::size_t(f.m * f.n) * 2),
-      dws(plan->workspace_bytes());
-  ASSERT_TRUE(gpu()->upload(dl.p, f.lhs.data(), f.lhs.size() * 2).is_ok());
-  ASSERT_TRUE(gpu()->upload(dr.p, f.rhs.data(), f.rhs.size() * 2).is_ok());
-  ExecuteArgs a;
-  a.lhs = {dl.p, f.lhs.size() * 2, MemorySpace::kDevice};
-  a.rhs = {dr.p, f.rhs.size() * 2, MemorySpace::kDevice};
-  a.group_sizes = {dg.p, std::size_t(f.g) * 4, MemorySpace::kDevice};
-  a.out = {dout.p, std::size_t(f.m * f.n) * 2, MemorySpace::kDevice};
+  FixtureOnDevice dev_ops(f);
+  DeviceBuffer dws(plan->workspace_bytes());
+  ASSERT_TRUE(dev_ops.upload_inputs().is_ok());
+  ExecuteArgs a = dev_ops.args(gpu()->stream());
   a.workspace = {dws.p, plan->workspace_bytes(), MemorySpace::kDevice};
-  a.stream = gpu()->stream();
   std::vector<std::uint16_t> out(std::size_t(f.m * f.n));
   const std::vector<std::uint16_t> poison(out.size(), 0x7fc0);
   struct Bad {
@@ -356,20 +359,20 @@ TEST(CudaBackend, CheckedModeRejectsBadGroupSizesWithoutWriting) {
     const char* message;
   };
   for (const Bad& bad : {Bad{{100, -1, 0, 0, 0, 0}, "negative"}, Bad{{1000, 201, 0, 0, 0, 0}, "exceeds"}}) {
-    ASSERT_TRUE(gpu()->upload(dg.p, bad.gs.data(), bad.gs.size() * 4).is_ok());
-    ASSERT_TRUE(gpu()->upload(dout.p, poison.data(), poison.size() * 2).is_ok());
+    ASSERT_TRUE(gpu()->upload(dev_ops.dg.p, bad.gs.data(), bad.gs.size() * 4).is_ok());
+    ASSERT_TRUE(gpu()->upload(dev_ops.dout.p, poison.data(), poison.size() * 2).is_ok());
     const Status st = plan->execute(a);
     EXPECT_FALSE(st.is_ok());
     EXPECT_NE(st.message().find(bad.message), std::string::npos) << st.to_string();
-    ASSERT_TRUE(gpu()->download(out.data(), dout.p, out.size() * 2).is_ok());
+    ASSERT_TRUE(gpu()->download(out.data(), dev_ops.dout.p, out.size() * 2).is_ok());
     EXPECT_EQ(out, poison) << "the output was written although the group sizes were rejected";
   }
   // good sizes still run
   std::vector<std::int32_t> good = {100, 100, 100, 100, 100, 700};
-  ASSERT_TRUE(gpu()->upload(dg.p, good.data(), good.size() * 4).is_ok());
+  ASSERT_TRUE(gpu()->upload(dev_ops.dg.p, good.data(), good.size() * 4).is_ok());
   ASSERT_TRUE(plan->execute(a).is_ok());
   ASSERT_TRUE(gpu()->synchronize().is_ok());
-  ASSERT_TRUE(gpu()->download(out.data(), dout.p, out.size() * 2).is_ok());
+  ASSERT_TRUE(gpu()->download(out.data(), dev_ops.dout.p, out.size() * 2).is_ok());
   EXPECT_LT(rel_error(out, f.expected(good)), 6e-3);
 }
 
@@ -380,22 +383,16 @@ TEST(CudaBackend, UncheckedModeClampsBadGroupSizes) {
   po.backend = "cuda";
   auto plan = make_plan(f.op, po);
   ASSERT_TRUE(plan.ok()) << plan.status().to_string();
-  DeviceBuffer dl(f.lhs.size() * 2), dr(f.rhs.size() * 2), dg(std::size_t(f.g) * 4), dout(std::size_t(f.m * f.n) * 2);
-  ASSERT_TRUE(gpu()->upload(dl.p, f.lhs.data(), f.lhs.size() * 2).is_ok());
-  ASSERT_TRUE(gpu()->upload(dr.p, f.rhs.data(), f.rhs.size() * 2).is_ok());
+  FixtureOnDevice dev_ops(f);
+  ASSERT_TRUE(dev_ops.upload_inputs().is_ok());
   const std::vector<std::int32_t> bad = {300, -50, 400, 900, 5, 5};  // negative, then past the extent
   const std::vector<std::int32_t> clamped = {300, 0, 400, 500, 0, 0};
-  ASSERT_TRUE(gpu()->upload(dg.p, bad.data(), bad.size() * 4).is_ok());
-  ExecuteArgs a;
-  a.lhs = {dl.p, f.lhs.size() * 2, MemorySpace::kDevice};
-  a.rhs = {dr.p, f.rhs.size() * 2, MemorySpace::kDevice};
-  a.group_sizes = {dg.p, std::size_t(f.g) * 4, MemorySpace::kDevice};
-  a.out = {dout.p, std::size_t(f.m * f.n) * 2, MemorySpace::kDevice};
-  a.stream = gpu()->stream();
+  ASSERT_TRUE(gpu()->upload(dev_ops.dg.p, bad.data(), bad.size() * 4).is_ok());
+  const ExecuteArgs a = dev_ops.args(gpu()->stream());
   ASSERT_TRUE(plan->execute(a).is_ok());
   ASSERT_TRUE(gpu()->synchronize().is_ok());
   std::vector<std::uint16_t> out(std::size_t(f.m * f.n));
-  ASSERT_TRUE(gpu()->download(out.data(), dout.p, out.size() * 2).is_ok());
+  ASSERT_TRUE(gpu()->download(out.data(), dev_ops.dout.p, out.size() * 2).is_ok());
   EXPECT_LT(rel_error(out, f.expected(clamped)), 6e-3);
 }
 
