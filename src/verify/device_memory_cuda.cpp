@@ -27,9 +27,14 @@ class DeviceMemory final : public MemoryOps {
   }
   Status upload(void* dst, const void* src, std::size_t bytes) override {
     cuda::ScopedContext scope(dev_.context);
+    // A synchronous cuMemcpyHtoD from pageable memory may return before its DMA has landed, and
+    // it is ordered only with the legacy stream, not with ours (non-blocking): a kernel launched
+    // right after could read stale inputs or have its output overwritten by a late poison fill.
+    // Copying on our stream and waiting for it makes the upload complete when this returns.
+    RAGDOT_CU_RETURN_IF_ERROR(
+        cuda::driver()->cuMemcpyHtoDAsync(reinterpret_cast<CUdeviceptr>(dst), src, bytes, stream_),
+        "cuMemcpyHtoDAsync");
     RAGDOT_CU_RETURN_IF_ERROR(cuda::driver()->cuStreamSynchronize(stream_), "cuStreamSynchronize");
-    RAGDOT_CU_RETURN_IF_ERROR(cuda::driver()->cuMemcpyHtoD(reinterpret_cast<CUdeviceptr>(dst), src, bytes),
-                              "cuMemcpyHtoD");
     return Status::ok();
   }
   Status download(void* dst, const void* src, std::size_t bytes) override {
