@@ -1,4 +1,5 @@
-// GPU benchmark, ragdot side: the cuda backend on the MoE shapes of WORKLOADS.md (prefill and
+// GPU benchmark, ragdot side: the cuda backend (and beside it ragdot's cublas backend and GPU
+// padded baseline, with their host bridge timed apart) on the MoE shapes of WORKLOADS.md (prefill and
 // decode, uniform and skewed routing, forward and weight gradient), beside the cuBLAS peers
 // measured in the same process: the dense roof (one GEMM of the same FLOPs), the per-expert loop
 // and cublasGemmGroupedBatchedEx. Writes JSON with every case's group sizes so that the Python
@@ -109,6 +110,48 @@ struct BenchCase {
   int mode;          // 1 forward, 2 weight gradient
   double skew;
 };
+
+// Another ragdot backend on the same operands: its execute time (CUDA events, as every timing here)
+// and, for backends that bridge group sizes to the host, that bridge's host time measured apart
+// (median over runs that each start on an idle stream, so no queued GEMM is waited for).
+struct BackendTiming {
+  double ms = -1, bridge_ms = -1;
+  std::string variant, error;
+};
+
+BackendTiming time_backend(const RaggedDot& op, const PlanOptions& po, ExecuteArgs args, CUstream s, int reps) {
+  BackendTiming t;
+  auto plan = make_plan(op, po);
+  if (!plan.ok()) {
+    t.error = plan.status().to_string();
+    return t;
+  }
+  t.variant = plan->variant();
+  DevBuf ws(plan->workspace_bytes());
+  args.workspace = {ws.ptr(), plan->workspace_bytes(), MemorySpace::kDevice};
+  Status st;
+  t.ms = time_ms(s, reps, [&] {
+    if (st.is_ok()) st = plan->execute(args);
+  });
+  if (!st.is_ok()) {
+    t.error = st.to_string();
+    t.ms = -1;
+    return t;
+  }
+  if (!plan->needs_host_sync()) return t;
+  std::vector<double> bridge;
+  ExecuteReport report;
+  args.report = &report;
+  for (int i = 0; i < reps && st.is_ok(); ++i) {
+    CU(D->cuStreamSynchronize(s));
+    st = plan->execute(args);
+    bridge.push_back(report.host_bridge_ms);
+  }
+  CU(D->cuStreamSynchronize(s));
+  std::sort(bridge.begin(), bridge.end());
+  if (st.is_ok() && !bridge.empty()) t.bridge_ms = bridge[bridge.size() / 2];
+  return t;
+}
 
 std::string json_escape(const std::string& s) {
   std::string o;
@@ -274,6 +317,24 @@ int main(int argc, char** argv) {
       continue;
     }
 
+    // ragdot's vendor-library backend and its GPU padded baseline (dropless: capacity = the largest group)
+    const BackendTiming cublas_t = time_backend(*op, [] {
+      PlanOptions o;
+      o.backend = "cublas";
+      o.memory_space = MemorySpace::kDevice;
+      return o;
+    }(), args, stream, reps);
+    const BackendTiming padded_t = time_backend(*op, [&] {
+      PlanOptions o;
+      o.backend = "padded";
+      o.memory_space = MemorySpace::kDevice;
+      o.padded_max_group_rows = std::max<std::int64_t>(max_rows, 1);
+      return o;
+    }(), args, stream, reps);
+    for (const auto* t : {&cublas_t, &padded_t}) {
+      if (!t->error.empty()) std::fprintf(stderr, "  %s: %s\n", t == &cublas_t ? "cublas" : "padded", t->error.c_str());
+    }
+
     // cuBLAS peers (row-major C = A B computed as column-major C^T = B^T A^T)
     const float one = 1.0f, zero = 0.0f;
     double dense_ms = -1, loop_ms = -1, grouped_ms = -1;
@@ -336,16 +397,23 @@ int main(int argc, char** argv) {
     const double bytes = 2.0 * (double(active) * K * N + double(M) * K + double(M) * N);
     std::fprintf(stderr, "  ragdot %.3f ms (%.0f TF/s)  dense %.3f  loop %.3f  cublas-grouped %.3f  | %s\n", ragdot_ms,
                  flops / ragdot_ms / 1e9, dense_ms, loop_ms, grouped_ms, plan->variant().c_str());
+    std::fprintf(stderr, "  ragdot cublas %.3f ms (bridge %.3f)  ragdot padded %.3f ms (bridge %.3f)\n", cublas_t.ms,
+                 cublas_t.bridge_ms, padded_t.ms, padded_t.bridge_ms);
     std::fprintf(js, "%s  {\"name\": \"%s\", \"preset\": \"%s\", \"tokens\": %lld, \"gemm\": \"%s\", \"mode\": %d, "
                      "\"skew\": %.2f, \"M\": %lld, \"K\": %lld, \"N\": %lld, \"E\": %lld, \"active_experts\": %lld, "
                      "\"max_group\": %lld, \"flops\": %.6g, \"min_bytes\": %.6g, \"variant\": \"%s\", "
                      "\"plan_compile_ms\": %.2f, \"plan_disk_cache_ms\": %.3f, \"plan_memory_cache_ms\": %.3f, "
                      "\"ms\": {\"ragdot\": %.5f, \"dense_roof\": %.5f, \"per_expert_loop\": %.5f, "
-                     "\"cublas_grouped\": %.5f}, \"group_sizes\": [",
+                     "\"cublas_grouped\": %.5f, \"ragdot_cublas\": %.5f, \"ragdot_padded_gpu\": %.5f}, "
+                     "\"bridge_ms\": {\"ragdot_cublas\": %.5f, \"ragdot_padded_gpu\": %.5f}, "
+                     "\"variants\": {\"ragdot_cublas\": \"%s\", \"ragdot_padded_gpu\": \"%s\"}, "
+                     "\"errors\": {\"ragdot_cublas\": \"%s\", \"ragdot_padded_gpu\": \"%s\"}, \"group_sizes\": [",
                  first_case ? "" : ",\n", bc.name.c_str(), bc.preset.c_str(), (long long)bc.tokens, bc.gemm.c_str(),
                  bc.mode, bc.skew, (long long)M, (long long)K, (long long)N, (long long)E, (long long)active,
                  (long long)max_rows, flops, bytes, json_escape(plan->variant()).c_str(), plan_first_ms, plan_disk_ms,
-                 plan_mem_ms, ragdot_ms, dense_ms, loop_ms, grouped_ms);
+                 plan_mem_ms, ragdot_ms, dense_ms, loop_ms, grouped_ms, cublas_t.ms, padded_t.ms, cublas_t.bridge_ms,
+                 padded_t.bridge_ms, json_escape(cublas_t.variant).c_str(), json_escape(padded_t.variant).c_str(),
+                 json_escape(cublas_t.error).c_str(), json_escape(padded_t.error).c_str());
     for (std::size_t i = 0; i < sizes.size(); ++i) std::fprintf(js, "%s%lld", i ? ", " : "", (long long)sizes[i]);
     std::fprintf(js, "]}");
     std::fflush(js);

@@ -46,7 +46,8 @@ def main():
     json.dump({"date": bench["date"], "device": bench["device"], "commit": a.commit, "rows": rows, "failed": failed},
               open(a.json, "w"), indent=1)
 
-    peers = ["dense_roof", "torch_grouped_mm", "cublas_grouped", "per_expert_loop", "padded", "jax_ragged_dot"]
+    peers = ["ragdot_cublas", "ragdot_padded_gpu", "dense_roof", "torch_grouped_mm", "cublas_grouped",
+             "per_expert_loop", "padded", "jax_ragged_dot"]
     def f(x, d=0):
         return "—" if x is None else f"{x:.{d}f}"
     lines = [f"GPU: {bench['device']}, {bench['date']}, commit {a.commit or '?'}; TFLOP/s on useful FLOPs "
@@ -68,6 +69,13 @@ def main():
                      f" | {r['variant'].split(' grid')[0]} |")
     for c in failed:
         lines.append(f"| {c['name']} | {c['skew']:.1f} | FAILED: {c['error'][:120]} |")
+    lines += ["", "Host bridge of the backends that copy group sizes to the host (ms, part of their time above): "
+              "device-to-host copy and wait, per-group arrays, pointer upload:", ""]
+    for r in rows:
+        b = {k: v for k, v in r.get("bridge_ms", {}).items() if v is not None and v >= 0}
+        lines.append(f"- {r['name']} skew {r['skew']}: cublas {f(b.get('ragdot_cublas'), 3)} of "
+                     f"{f(r['tflops'].get('ragdot_cublas') and r['ms']['ragdot_cublas'], 3)}, padded {f(b.get('ragdot_padded_gpu'), 3)} of "
+                     f"{f(r['tflops'].get('ragdot_padded_gpu') and r['ms']['ragdot_padded_gpu'], 3)}")
     lines += ["", "JIT: first compile / disk-cache load / memory-cache plan, per case (ms):", ""]
     for r in rows:
         lines.append(f"- {r['name']} skew {r['skew']}: {r['plan_compile_ms']:.0f} / {r['plan_disk_cache_ms']:.2f} / "

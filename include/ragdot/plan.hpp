@@ -29,7 +29,8 @@ struct PlanOptions {
   // A backend name ("cpu", "cpu_ref", "padded", "cuda", "cublas"), or empty to take the first
   // backend in registry order that accepts the op (RAGDOT_BACKEND overrides an empty name).
   std::string backend;
-  // Restrict automatic choice to backends that take buffers in this memory space.
+  // Only backends that take buffers in this memory space. With a named backend it picks among the
+  // backends of that name: "padded" is the host baseline, or with kDevice the GPU one.
   std::optional<MemorySpace> memory_space;
   PlanningEffort effort = PlanningEffort::kHeuristic;
   // Threads for CPU backends; 0 = RAGDOT_NUM_THREADS or all hardware threads.
@@ -50,6 +51,10 @@ struct PlanOptions {
 struct ExecuteReport {
   std::int64_t dropped_rows = 0;  // rows the padded backend dropped at its capacity
   std::int64_t capacity = 0;      // padded backend: rows per group actually used
+  // Backends that copy group sizes to the host (cublas, the GPU padded baseline): host wall time of
+  // that bridge, in ms: the device-to-host copy and the wait for it, building the per-group arrays
+  // and enqueuing their upload. The GEMM itself is not in it. 0 for other backends.
+  double host_bridge_ms = 0.0;
 };
 
 struct ExecuteArgs {

@@ -26,6 +26,8 @@ inline bool dump_source() { return flag("RAGDOT_DUMP_SOURCE"); }
 inline bool dump_sass() { return flag("RAGDOT_DUMP_SASS"); }
 // RAGDOT_NVRTC_LIBRARY: path of the NVRTC shared library to load (default: libnvrtc.so.13, .12).
 inline std::string nvrtc_library() { return get("RAGDOT_NVRTC_LIBRARY").value_or(""); }
+// RAGDOT_CUBLAS_LIBRARY: path of the cuBLAS shared library to load (default: libcublas.so.13, .so).
+inline std::optional<std::string> cublas_library() { return get("RAGDOT_CUBLAS_LIBRARY"); }
 // RAGDOT_CUDA_ARCH: compile GPU kernels for this architecture instead of the device's ("sm_80").
 inline std::optional<std::string> cuda_arch() { return get("RAGDOT_CUDA_ARCH"); }
 // RAGDOT_CHECKED: verify group sizes on the device at execute time (like PlanOptions::checked).

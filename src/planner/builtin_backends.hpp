@@ -10,6 +10,8 @@ const Backend& cpu_backend();
 const Backend& padded_cpu_backend();
 #if RAGDOT_HAVE_CUDA
 const Backend& cuda_backend();
+const Backend& cublas_backend();
+const Backend& padded_gpu_backend();
 #endif
 
 }  // namespace ragdot::planner

@@ -131,10 +131,15 @@ Result<Plan> make_plan(const RaggedDot& op, const PlanOptions& options) {
   for (const planner::Backend* backend : planner::registry()) {
     if (!wanted.empty() && backend->name() != wanted) continue;
     found_name = true;
-    if (wanted.empty()) {
-      if (!backend->automatic()) continue;
-      if (options.memory_space && backend->memory_space() != *options.memory_space) continue;
+    if (options.memory_space && backend->memory_space() != *options.memory_space) {
+      // A name may stand for one backend per memory space (padded): the space picks among them.
+      if (!wanted.empty()) {
+        reasons += "\n  " + std::string(backend->name()) + ": runs on " + memory_space_name(backend->memory_space()) +
+                   " memory, not " + memory_space_name(*options.memory_space);
+      }
+      continue;
     }
+    if (wanted.empty() && !backend->automatic()) continue;
     if (Status av = backend->available(); !av.is_ok()) {
       reasons += "\n  " + std::string(backend->name()) + ": " + av.message();
       continue;

@@ -83,6 +83,20 @@ void poison(void* data, DType dtype, std::int64_t count) {
   for (std::int64_t i = 0; i < count; ++i) cpu::store_from_double(data, dtype, i, std::nan(""));
 }
 
+std::vector<unsigned char> encode_group_sizes(const Case& c) {
+  const auto& spec = c.spec.group_sizes;
+  std::vector<unsigned char> gs(spec.num_bytes() + 1);
+  for (std::size_t i = 0; i < c.group_sizes.size(); ++i) {
+    if (spec.dtype == DType::kI32) {
+      const std::int32_t v = std::int32_t(c.group_sizes[i]);
+      std::memcpy(gs.data() + i * 4, &v, 4);
+    } else {
+      std::memcpy(gs.data() + i * 8, &c.group_sizes[i], 8);
+    }
+  }
+  return gs;
+}
+
 CheckResult check_case(const Case& c, const PlanOptions& options, std::uint64_t seed, MemoryOps& mem) {
   CheckResult res;
   auto op = RaggedDot::create(c.spec);
@@ -105,15 +119,7 @@ CheckResult check_case(const Case& c, const PlanOptions& options, std::uint64_t 
   fill_random(lhs.data(), s.lhs.dtype, s.lhs.num_elements(), seed * 2 + 1);
   fill_random(rhs.data(), s.rhs.dtype, s.rhs.num_elements(), seed * 2 + 2);
   poison(out.data(), out_spec.dtype, out_spec.num_elements());
-  std::vector<unsigned char> gs(s.group_sizes.num_bytes() + 1);
-  for (std::size_t i = 0; i < c.group_sizes.size(); ++i) {
-    if (s.group_sizes.dtype == DType::kI32) {
-      const std::int32_t v = std::int32_t(c.group_sizes[i]);
-      std::memcpy(gs.data() + i * 4, &v, 4);
-    } else {
-      std::memcpy(gs.data() + i * 8, &c.group_sizes[i], 8);
-    }
-  }
+  std::vector<unsigned char> gs = encode_group_sizes(c);
   const std::int32_t offset = c.group_offset.value_or(0);
 
   auto ref = cpu::ReferenceEvaluator::create(*op, lhs.data(), rhs.data(), gs.data(), c.group_offset ? &offset : nullptr);

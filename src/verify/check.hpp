@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "ragdot/plan.hpp"
 #include "verify/cases.hpp"
@@ -46,6 +47,9 @@ double tolerance_for(DType out, std::int64_t k);
 void fill_random(void* data, DType dtype, std::int64_t count, std::uint64_t seed);
 // Writes NaN into every element.
 void poison(void* data, DType dtype, std::int64_t count);
+
+// The case's group sizes as the bytes of its group_sizes tensor (int32 or int64).
+std::vector<unsigned char> encode_group_sizes(const Case& c);
 
 CheckResult check_case(const Case& c, const PlanOptions& options, std::uint64_t seed, MemoryOps& mem = host_memory());
 

@@ -11,6 +11,7 @@
 
 #include "backends/cuda/cuda_driver.hpp"
 #include "backends/cuda/device.hpp"
+#include "gpu_test_support.hpp"
 #include "verify/check.hpp"
 
 namespace ragdot {
@@ -18,18 +19,9 @@ namespace {
 
 using verify::GroupPattern;
 
-verify::MemoryOps* gpu() {
-  static std::string why;
-  static verify::MemoryOps* m = verify::memory_for(MemorySpace::kDevice, &why);
-  return m;
-}
-
-#define REQUIRE_GPU() \
-  if (!gpu()) GTEST_SKIP() << "no GPU here"
-
-const GroupPattern kPatterns[] = {GroupPattern::kRandom,     GroupPattern::kZeros,    GroupPattern::kAllInOne,
-                                  GroupPattern::kPartialSum, GroupPattern::kAllEmpty, GroupPattern::kUniform,
-                                  GroupPattern::kPrimes};
+using gpu_test::gpu;
+using gpu_test::kPatterns;
+using gpu_test::weights_nk;
 
 void expect_cuda_pass(const verify::Case& c, std::uint64_t seed, bool allow_unsupported = false) {
   PlanOptions po;
@@ -43,23 +35,6 @@ void expect_cuda_pass(const verify::Case& c, std::uint64_t seed, bool allow_unsu
   if (allow_unsupported && r.message.rfind("unsupported", 0) == 0) return;
   EXPECT_TRUE(r.passed) << c.description << "\n  " << r.plan << "\n  " << r.message;
   if (::testing::Test::HasFailure() && r.passed == false) return;
-}
-
-// rhs [g, k, n] (shaped_case) or [g, n, k]
-verify::Case weights_nk(std::int64_t m, std::int64_t k, std::int64_t n, const std::vector<std::int64_t>& gs,
-                        DType dt, DType out) {
-  verify::Case c;
-  const std::int64_t g = std::int64_t(gs.size());
-  c.spec.lhs = {dt, {m, k}};
-  c.spec.rhs = {dt, {g, n, k}};
-  c.spec.group_sizes = {DType::kI32, {g}};
-  c.spec.dims.dot = {{1}, {2}, {}, {}};
-  c.spec.dims.lhs_ragged = {0};
-  c.spec.dims.rhs_group = {0};
-  c.spec.preferred_element_type = out;
-  c.group_sizes = gs;
-  c.description = "mode1 rhs [g,n,k] m=" + std::to_string(m) + " k=" + std::to_string(k) + " n=" + std::to_string(n);
-  return c;
 }
 
 struct Shape {

@@ -21,6 +21,7 @@ Result<BackendMeasurement> measure_backend(const MoeGemmCase& gemm, OperandSet& 
   RAGDOT_ASSIGN_OR_RETURN(RaggedDot op, RaggedDot::ragged_dot(gemm.m, gemm.k, gemm.n, gemm.groups, gemm.dtype));
   PlanOptions options;
   options.backend = request.backend;
+  options.memory_space = request.memory_space;
   if (request.backend == "padded") options.padded_max_group_rows = std::max<std::int64_t>(gemm.largest_group(), 1);
   RAGDOT_ASSIGN_OR_RETURN(Plan plan, make_plan(op, options));
 

@@ -1,6 +1,7 @@
 // Plans one MoE GEMM on a backend, runs it on the shared operands and times it.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,7 @@ namespace ragdot::cli {
 
 struct MeasureRequest {
   std::string backend;  // a registry name, or empty for the automatic choice
+  std::optional<MemorySpace> memory_space;  // picks among backends of one name (padded: host or GPU)
   TimingOptions host_timing;
   TimingOptions device_timing;
   bool keep_output = false;  // download the output of the last run (for the check)

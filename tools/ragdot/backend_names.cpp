@@ -65,4 +65,16 @@ MemorySpace expected_memory_space(const std::string& name) {
   return MemorySpace::kHost;
 }
 
+std::optional<MemorySpace> space_in_comparison(const std::string& name, const std::vector<std::string>& others) {
+  bool device_version = false;
+  for (const auto& b : list_backends()) {
+    device_version |= b.name == name && b.available && b.memory_space == MemorySpace::kDevice;
+  }
+  if (!device_version || expected_memory_space(name) == MemorySpace::kDevice) return std::nullopt;
+  for (const auto& other : others) {
+    if (other != name && expected_memory_space(other) == MemorySpace::kDevice) return MemorySpace::kDevice;
+  }
+  return std::nullopt;
+}
+
 }  // namespace ragdot::cli

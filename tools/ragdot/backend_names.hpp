@@ -4,6 +4,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "ragdot/plan.hpp"
 
@@ -22,5 +23,11 @@ Status require_available(const std::string& name);
 // Where buffers must live for `name`; for "" the space of the backend automatic selection tries
 // first (RAGDOT_BACKEND, else the first available automatic backend).
 MemorySpace expected_memory_space(const std::string& name);
+
+// The memory space `name` runs on in a comparison with `others`: a name registered for both
+// spaces ("padded") runs on the device when another backend of the comparison does and its device
+// version is available here, so that it is measured beside them; nullopt leaves the library's
+// choice (the host).
+std::optional<MemorySpace> space_in_comparison(const std::string& name, const std::vector<std::string>& others);
 
 }  // namespace ragdot::cli

@@ -76,7 +76,9 @@ CommandHelp bench_help() {
 std::vector<std::string> default_backends() {
   std::vector<std::string> out;
   for (const auto& b : list_backends()) {
-    if (b.available && b.name != "cpu_ref") out.push_back(b.name);
+    // a name registered for host and device (padded) is listed once
+    if (b.available && b.name != "cpu_ref" && std::find(out.begin(), out.end(), b.name) == out.end())
+      out.push_back(b.name);
   }
   return out;
 }
@@ -117,10 +119,15 @@ BenchSettings parse_settings(const ParsedOptions& o) {
   return s;
 }
 
+// Where `b` runs in this comparison (padded beside GPU backends runs on the GPU).
+MemorySpace space_of(const std::string& b, const std::vector<std::string>& backends) {
+  return space_in_comparison(b, backends).value_or(expected_memory_space(b));
+}
+
 // Host sizes unless every backend runs on the device: the slowest backend must finish too.
 MemorySpace sizing_space(const std::vector<std::string>& backends) {
   for (const auto& b : backends) {
-    if (expected_memory_space(b) == MemorySpace::kHost) return MemorySpace::kHost;
+    if (space_of(b, backends) == MemorySpace::kHost) return MemorySpace::kHost;
   }
   return MemorySpace::kDevice;
 }
@@ -129,7 +136,7 @@ MemorySpace sizing_space(const std::vector<std::string>& backends) {
 double slowest_host_rate(const std::vector<std::string>& backends, DType dtype) {
   double slowest = std::numeric_limits<double>::infinity();
   for (const auto& b : backends) {
-    if (expected_memory_space(b) != MemorySpace::kHost) continue;
+    if (space_of(b, backends) != MemorySpace::kHost) continue;
     auto rate = measure_host_flop_rate(b, dtype);
     if (rate.ok()) slowest = std::min(slowest, *rate);
   }
@@ -161,6 +168,7 @@ void measure_case(BenchResults& results, std::size_t case_index, const BenchSett
     } else {
       MeasureRequest request = default_measure_request(backend, s.reps);
       request.keep_output = s.check;
+      request.memory_space = space_in_comparison(backend, s.backends);
       auto m = measure_backend(c, *operands, request);
       if (!m.ok()) {
         rec.error = m.status().to_string();

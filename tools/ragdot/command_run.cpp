@@ -143,7 +143,10 @@ GemmOutcome run_gemm(const MoeGemmCase& gemm, std::uint64_t data_seed, const Run
 
   if (!s.baseline || !operands || (r.measured && r.measured->backend == "padded")) return r;
   progress.begin(gemm.title() + ": padded baseline");
-  auto b = measure_backend(gemm, *operands, default_measure_request("padded", s.reps));
+  MeasureRequest baseline = default_measure_request("padded", s.reps);
+  // beside a GPU backend the baseline runs on the GPU too
+  if (r.measured && r.measured->space == MemorySpace::kDevice) baseline.memory_space = MemorySpace::kDevice;
+  auto b = measure_backend(gemm, *operands, baseline);
   if (!b.ok()) {
     r.baseline_error = b.status().to_string();
     progress.fail("baseline: " + r.baseline_error);

@@ -12,6 +12,7 @@
 #include "core/env.hpp"
 #include "core/group_sizes.hpp"
 #include "planner/builtin_backends.hpp"
+#include "planner/padded_capacity.hpp"
 
 namespace ragdot::planner {
 
@@ -65,12 +66,10 @@ class PaddedCpuPlan final : public detail::BackendPlan {
       RAGDOT_RETURN_IF_ERROR(core::read_group_offset(a.group_offset.data, p_.computed_groups, p_.num_groups, offset));
     }
     const std::int64_t G = p_.computed_groups, unit = p_.ragged_unit;
-    const std::int64_t rows_total = p_.mode == RaggedMode::kNonContracting ? p_.m : p_.k;
+    const std::int64_t rows_total = padded_rows(p_);
     std::int64_t largest = 0;
     for (std::int64_t j = 0; j < G; ++j) largest = std::max(largest, (starts[offset + j + 1] - starts[offset + j]) * unit);
-    std::int64_t cap = factor_ ? std::int64_t(std::ceil(*factor_ * double(rows_total) / double(std::max<std::int64_t>(G, 1))))
-                               : largest;
-    cap = std::max<std::int64_t>(cap, 0);
+    std::int64_t cap = factor_ ? capacity_for_factor(*factor_, rows_total, G) : largest;
     if (cap > max_capacity_) {
       if (!factor_) {
         return invalid_argument("the largest group has " + std::to_string(largest) +
@@ -172,26 +171,9 @@ class PaddedCpuBackend final : public Backend {
   Status available() const override { return Status::ok(); }
   std::string describe() const override { return "capacity-padded baseline on the cpu kernels (only when named)"; }
   Result<std::unique_ptr<detail::BackendPlan>> plan(const PlanRequest& r) const override {
-    const auto& p = r.problem;
-    if (p.mode == RaggedMode::kBatch) return unsupported("padding has no meaning in ragged batch mode");
-    if (!p.outer.empty() || !p.reduce.empty() || p.needs_relayout() || p.gs_elements != p.num_groups) {
-      return unsupported("the padded baseline takes plain [m,k] x [g,k,n] (mode 1) and [m,k] x [m,n] (mode 2) ops");
-    }
-    const auto& o = r.options;
-    const std::int64_t rows = p.mode == RaggedMode::kNonContracting ? p.m : p.k;
-    const std::int64_t g = std::max<std::int64_t>(p.computed_groups, 1);
-    std::int64_t max_capacity;
-    if (o.padded_capacity_factor) {
-      if (!(*o.padded_capacity_factor > 0.0)) return invalid_argument("padded_capacity_factor must be > 0");
-      max_capacity = std::int64_t(std::ceil(*o.padded_capacity_factor * double(rows) / double(g)));
-      if (o.padded_max_group_rows) max_capacity = std::min(max_capacity, *o.padded_max_group_rows);
-    } else {
-      max_capacity = o.padded_max_group_rows ? *o.padded_max_group_rows : rows;
-    }
-    if (max_capacity < 0) return invalid_argument("padded_max_group_rows must be >= 0");
-    const int threads = o.num_threads > 0 ? o.num_threads : env::num_threads();
-    return std::unique_ptr<detail::BackendPlan>(
-        new PaddedCpuPlan(p, o.padded_capacity_factor, std::min(max_capacity, rows), threads));
+    RAGDOT_ASSIGN_OR_RETURN(PaddedCapacity c, padded_capacity(r.problem, r.options));
+    const int threads = r.options.num_threads > 0 ? r.options.num_threads : env::num_threads();
+    return std::unique_ptr<detail::BackendPlan>(new PaddedCpuPlan(r.problem, c.factor, c.max_capacity, threads));
   }
 };
 

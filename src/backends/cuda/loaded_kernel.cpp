@@ -15,28 +15,42 @@ std::mutex& mutex() {
 }
 }  // namespace
 
-Result<std::shared_ptr<const LoadedKernel>> load_kernel(const Device& device, const KernelVariant& variant) {
+Result<std::shared_ptr<const LoadedModule>> load_module(const Device& device, const std::string& source,
+                                                        const std::string& source_name) {
   const std::string arch = env::cuda_arch().value_or(arch_for(device.traits));
-  const std::string source = generate_source(variant);
   RAGDOT_ASSIGN_OR_RETURN(std::shared_ptr<const CompiledKernel> compiled,
-                          KernelCache::instance().get(source, "ragdot_kernel.cu", arch));
+                          KernelCache::instance().get(source, source_name, arch));
   // Modules stay loaded for the life of the process: plans anywhere may still use them.
-  static auto* loaded = new std::map<std::pair<int, std::string>, std::shared_ptr<const LoadedKernel>>();
+  static auto* loaded = new std::map<std::pair<int, std::string>, std::shared_ptr<const LoadedModule>>();
   std::lock_guard<std::mutex> lock(mutex());
   const auto id = std::make_pair(device.ordinal, compiled->key);
   if (auto it = loaded->find(id); it != loaded->end()) return it->second;
 
-  const DriverApi* d = driver();
   ScopedContext scope(device.context);
   RAGDOT_RETURN_IF_ERROR(scope.status());
-  auto k = std::make_shared<LoadedKernel>();
-  k->compiled = compiled;
+  auto m = std::make_shared<LoadedModule>();
+  m->compiled = compiled;
   const auto t0 = std::chrono::steady_clock::now();
-  RAGDOT_CU_RETURN_IF_ERROR(d->cuModuleLoadData(&k->module, compiled->cubin.data()), "cuModuleLoadData");
-  k->module_load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  RAGDOT_CU_RETURN_IF_ERROR(driver()->cuModuleLoadData(&m->module, compiled->cubin.data()), "cuModuleLoadData");
+  m->module_load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  loaded->emplace(id, m);
+  return std::shared_ptr<const LoadedModule>(m);
+}
+
+Result<std::shared_ptr<const LoadedKernel>> load_kernel(const Device& device, const KernelVariant& variant) {
+  RAGDOT_ASSIGN_OR_RETURN(std::shared_ptr<const LoadedModule> m,
+                          load_module(device, generate_source(variant), "ragdot_kernel.cu"));
+  static auto* kernels = new std::map<const LoadedModule*, std::shared_ptr<const LoadedKernel>>();
+  std::lock_guard<std::mutex> lock(mutex());
+  if (auto it = kernels->find(m.get()); it != kernels->end()) return it->second;
+  const DriverApi* d = driver();
+  auto k = std::make_shared<LoadedKernel>();
+  k->module = m->module;
+  k->compiled = m->compiled;
+  k->module_load_ms = m->module_load_ms;
   RAGDOT_CU_RETURN_IF_ERROR(d->cuModuleGetFunction(&k->gemm, k->module, kKernelEntry), "cuModuleGetFunction");
   RAGDOT_CU_RETURN_IF_ERROR(d->cuModuleGetFunction(&k->check, k->module, kCheckEntry), "cuModuleGetFunction");
-  loaded->emplace(id, k);
+  kernels->emplace(m.get(), k);
   return std::shared_ptr<const LoadedKernel>(k);
 }
 
