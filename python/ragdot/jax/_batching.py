@@ -52,7 +52,8 @@ def batching_rule(static, axis_size, in_batched, lhs, rhs, gs, offset):
     if lb and not rb and (not gb or mode == 1):
         nd = Dims(_shift(d.lhs_contracting), d.rhs_contracting, _shift(d.lhs_batch), d.rhs_batch,
                   _shift(d.lhs_ragged), d.rhs_group)
-        gs = _fit_group_sizes(gs, gb, nd, lhs.shape, n_batch, axis_size)
+        if mode == 1:  # the new dim is ahead of the ragged one: a group-size prefix dim
+            gs = _fit_group_sizes(gs, gb, nd, lhs.shape, n_batch, axis_size)
         out = core(Static(nd, static.out_dtype, static.local_groups))(lhs, rhs, gs, offset)
         return jnp.moveaxis(out, (1 if mode == 2 else 0) + n_batch, 0), True
     if rb and not lb and not gb:
