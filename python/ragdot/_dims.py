@@ -45,6 +45,16 @@ class Dims(NamedTuple):
             flat.extend(part)
         return np.asarray(flat, dtype=np.int64)
 
+    @staticmethod
+    def decode(flat) -> "Dims":
+        """The inverse of encode()."""
+        parts, at = [], 0
+        for _ in range(6):
+            n = int(flat[at])
+            parts.append(tuple(int(v) for v in flat[at + 1:at + 1 + n]))
+            at += 1 + n
+        return Dims(*parts)
+
     def to_jax(self):
         from jax import lax
 
