@@ -5,8 +5,17 @@ import os
 import numpy as np
 import pytest
 
-# Tests run on the CPU unless a GPU test asks for the GPU explicitly.
-os.environ.setdefault("JAX_PLATFORMS", "cpu" if os.environ.get("RAGDOT_TEST_GPU") != "1" else "")
+# JAX computes on the CPU by default; with RAGDOT_TEST_GPU=1 the GPU is there too, and the GPU
+# tests put their arrays on it (the CPU tests keep CPU tolerances and the CPU handler).
+if os.environ.get("RAGDOT_TEST_GPU") != "1":
+    os.environ.setdefault("JAX_PLATFORMS", "cpu")
+else:
+    try:
+        import jax
+
+        jax.config.update("jax_default_device", jax.devices("cpu")[0])
+    except ImportError:
+        pass
 
 from ragdot._dims import Dims  # noqa: E402
 
