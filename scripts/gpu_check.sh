@@ -3,21 +3,21 @@
 # ragdot against its peers in the same run, and writes JSON plus a markdown table to $OUT.
 # Uses the programs in .devbin/ (scripts/gpu_bundle.sh) when they run here, else builds them.
 #
-#   OUT=/some/dir scripts/gpu_check.sh [--no-tests] [--no-sanitizer] [--no-bench] [--quick]
+#   OUT=/some/dir scripts/gpu_check.sh [--no-tests] [--no-sanitizer] [--no-bench] [--quick] [--python]
+#
+# --python adds, after everything else, the Python bindings' GPU tests and MoE step benchmark
+# (scripts/gpu_python.sh; needs nanobind, jax with CUDA, and PyTorch or CuPy installed there).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-OUT=${OUT:-$PWD/gpu-out}
-mkdir -p "$OUT"
-LOG=$OUT/log.txt
-: > "$LOG"
-say() { echo "== $*" | tee -a "$LOG" >&2; }
-run_tests=1 run_bench=1 run_sanitizer=1 quick=""
+. scripts/gpu_log.sh log.txt
+run_tests=1 run_bench=1 run_sanitizer=1 run_python=0 quick=""
 for a in "$@"; do
   case $a in
     --no-tests) run_tests=0 ;;
     --no-bench) run_bench=0 ;;
     --no-sanitizer) run_sanitizer=0 ;;
     --quick) quick="--quick" ;;
+    --python) run_python=1 ;;
   esac
 done
 export PATH=/usr/local/cuda/bin:$PATH
@@ -82,6 +82,12 @@ if [ $run_tests = 1 ] && [ $run_sanitizer = 1 ]; then
   done
   cat "$OUT"/sanitizer_*.txt | grep -E "SUMMARY|Invalid|Race|error" | head -40 > "$OUT/sanitizer.txt"
   rm -f "$OUT"/sanitizer_memcheck.txt "$OUT"/sanitizer_racecheck.txt "$OUT"/sanitizer_cublas_*.txt
+fi
+
+# ---- optional: the Python bindings (--python) ----
+if [ $run_python = 1 ]; then
+  say "Python bindings (scripts/gpu_python.sh)"
+  OUT=$OUT scripts/gpu_python.sh $quick $([ $run_bench = 1 ] || echo --no-bench) 2>&1 | tee -a "$LOG" >&2
 fi
 
 say "done"

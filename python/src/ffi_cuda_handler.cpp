@@ -1,0 +1,44 @@
+// The XLA FFI handler for the CUDA platform: runs the cuda backend on XLA's stream. The plan is
+// cached per signature and device, so an execution only fills a kernel's arguments and launches;
+// nothing is allocated and nothing waits for the host, which is what lets XLA capture the call in
+// a command buffer (CUDA graph). Only a checked plan (RAGDOT_CHECKED=1) needs workspace and syncs;
+// its workspace comes from XLA's scratch allocator.
+#include <cuda_runtime_api.h>
+
+#include "ffi_call.hpp"
+#include "ffi_handlers.hpp"
+#include "plan_cache.hpp"
+
+namespace ragdot::python {
+
+namespace {
+
+ffi::Error ragged_dot_cuda(cudaStream_t stream, std::int32_t device, ffi::ScratchAllocator scratch,
+                           ffi::AnyBuffer lhs, ffi::AnyBuffer rhs, ffi::AnyBuffer group_sizes,
+                           ffi::AnyBuffer group_offset, ffi::Result<ffi::AnyBuffer> out,
+                           ffi::Span<const std::int64_t> dims, std::int64_t local_groups) {
+  const FfiOperands call{lhs, rhs, group_sizes, group_offset, *out};
+  auto spec = spec_from_call(call, dims, local_groups);
+  if (!spec.ok()) return to_ffi_error(spec.status());
+  auto plan = cached_plan(*spec, PlanTarget{MemorySpace::kDevice, "cuda", device});
+  if (!plan.ok()) return to_ffi_error(plan.status());
+  ExecuteArgs args = execute_args(call, *spec, MemorySpace::kDevice);
+  args.stream = stream;
+  if (const std::size_t bytes = plan->workspace_bytes()) {
+    auto memory = scratch.Allocate(bytes, 256);
+    if (!memory) return ffi::Error(ffi::ErrorCode::kResourceExhausted, "ragdot: no scratch memory for the workspace");
+    args.workspace = {*memory, bytes, MemorySpace::kDevice};
+  }
+  return to_ffi_error(plan->execute(args));
+}
+
+}  // namespace
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(ragdot_ragged_dot_cuda, ragged_dot_cuda,
+                              bind_operands(ffi::Ffi::Bind()
+                                                .Ctx<ffi::PlatformStream<cudaStream_t>>()
+                                                .Ctx<ffi::DeviceOrdinal>()
+                                                .Ctx<ffi::ScratchAllocator>()),
+                              {ffi::Traits::kCmdBufferCompatible});
+
+}  // namespace ragdot::python
