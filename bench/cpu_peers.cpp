@@ -2,13 +2,14 @@
 // FLOPs (oneDNN bf16 matmul on AMX, oneDNN f32 and OpenBLAS sgemm), and against the padded
 // baseline, on MoE shapes scaled to CPU size, uniform and skewed routing. Writes JSON and a table.
 //
-//   cpu_peers [--json FILE] [--reps N] [--rounds R] [--quick]
+//   cpu_peers [--json FILE] [--reps N] [--rounds R] [--dtype bf16|f32] [--quick]
 #include <oneapi/dnnl/dnnl.hpp>
 #include <cblas.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <thread>
 #include <cstdlib>
 #include <cstring>
 #include <numeric>
@@ -138,14 +139,16 @@ int main(int argc, char** argv) {
   std::string json_path;
   int reps = 7, rounds = 3;
   bool quick = false;
+  std::string only_dtype;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--json" && i + 1 < argc) json_path = argv[++i];
     else if (a == "--reps" && i + 1 < argc) reps = std::atoi(argv[++i]);
     else if (a == "--rounds" && i + 1 < argc) rounds = std::max(1, std::atoi(argv[++i]));
     else if (a == "--quick") quick = true;
+    else if (a == "--dtype" && i + 1 < argc) only_dtype = argv[++i];
     else {
-      std::fprintf(stderr, "usage: cpu_peers [--json FILE] [--reps N] [--rounds R] [--quick]\n");
+      std::fprintf(stderr, "usage: cpu_peers [--json FILE] [--reps N] [--rounds R] [--dtype bf16|f32] [--quick]\n");
       return 2;
     }
   }
@@ -160,6 +163,7 @@ int main(int argc, char** argv) {
   if (quick) cases.resize(1);
   std::vector<Row> rows;
   for (DType dt : {DType::kBF16, DType::kF32}) {
+    if (!only_dtype.empty() && only_dtype != ragdot::dtype_name(dt)) continue;
     for (const auto& c : cases) {
       for (double skew : {0.0, 1.2}) {
         const std::int64_t M = c.tokens * c.top_k;
@@ -212,7 +216,8 @@ int main(int argc, char** argv) {
       std::perror(json_path.c_str());
       return 1;
     }
-    std::fprintf(f, "{\"benchmark\": \"cpu_peers\", \"threads\": %d, \"rows\": [\n", ragdot::list_backends().empty() ? 0 : 0);
+    std::fprintf(f, "{\"benchmark\": \"cpu_peers\", \"hardware_threads\": %u, \"rows\": [\n",
+                 std::thread::hardware_concurrency());
     for (std::size_t i = 0; i < rows.size(); ++i) {
       const auto& r = rows[i];
       std::fprintf(f,

@@ -1,16 +1,23 @@
-// Hopper family (sm_90a), mode 1: warp-specialized, persistent. One producer warp issues TMA
-// loads of the A tile (token rows, one 2-D tensor map over the whole lhs) and the B tile (the
-// group's weights, one 3-D tensor map whose third coordinate is the group) into a ring of
-// shared-memory stages that complete on mbarriers; two consumer warpgroups issue wgmma on them
-// (each owns 64 rows of the BM=128 tile) and store straight from the accumulators, masking rows at
-// group boundaries. The producer runs ahead across tiles, so the next tile's loads overlap the
-// current tile's epilogue. setmaxnreg moves registers from the producer to the consumers.
+// Hopper family (sm_90a): warp-specialized, persistent. One producer warp issues TMA loads of the
+// A tile (one 2-D tensor map over the whole lhs) and the B tile (one 3-D tensor map over the whole
+// rhs, whose third coordinate is the group) into a ring of shared-memory stages that complete on
+// mbarriers; two consumer warpgroups issue wgmma on them (each owns 64 rows of the BM=128 tile)
+// and store straight from the accumulators. The producer runs ahead across tiles, so the next
+// tile's loads overlap the current tile's epilogue. setmaxnreg moves registers from the producer
+// to the consumers.
+//
+// Mode 1 (forward, data gradient): A = token rows (K-major), B = the group's weights; the
+// epilogue masks rows at group boundaries.
+// Mode 2 (weight gradient, ragged contracting): per group, out[g] = lhs_g^T rhs_g, where the
+// group's k range is a run of token rows. A and B are both MN-major (A transposed in wgmma).
+// A group's k range starts anywhere, so a k tile can run past the group's end into the next
+// group's rows: the consumers zero those rows in shared memory before multiplying.
 //
 // Shared memory: [scheduler table][pad to 1024][stage 0: A | B][stage 1] ... . Every tile is
 // stored 128B-swizzled as TMA writes it and wgmma reads it; 1024-byte alignment keeps the swizzle
 // pattern anchored.
 //
-// The generated prelude defines `struct V` with kBN, kStages, kBKMajor, typedef In, typedef Out,
+// The generated prelude defines `struct V` with kMode, kBN, kStages, kBKMajor, typedef In, typedef Out,
 // and `struct Mma` with `run(float (&d)[kBN / 2], u64 desc_a, u64 desc_b, int accumulate)`: the
 // one wgmma instruction of the variant (m64 x kBN x k16), written out by the generator.
 #pragma once
@@ -61,6 +68,11 @@ __device__ __forceinline__ void tma_load_3d(u32 dst, const TensorMap* map, u32 b
       "l"(map), "r"(bar), "r"(c0), "r"(c1), "r"(c2)
       : "memory");
 }
+// Orders this thread's generic-proxy shared-memory writes before later async-proxy reads (wgmma).
+__device__ __forceinline__ void fence_async_shared() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+// Barrier 1 over the two consumer warpgroups (barrier 0 is __syncthreads).
+__device__ __forceinline__ void consumers_sync() { asm volatile("bar.sync 1, 256;\n" ::: "memory"); }
+
 __device__ __forceinline__ void prefetch_map(const TensorMap* map) {
   asm volatile("prefetch.tensormap [%0];\n" ::"l"(map) : "memory");
 }
@@ -102,7 +114,8 @@ struct Kernel {
   static constexpr int kStageBytes = kATileBytes + kBTileBytes;
   static constexpr int kAcc = kBN / 2;  // f32 accumulators per consumer thread (64 x kBN / 128)
   static_assert(kBN % 64 == 0 && kBN <= 256, "tile n");
-  typedef Scheduler<1, kBM, kBN, kThreads> Sched;
+  static_assert(V::kMode == 1 || (V::kMode == 2 && !V::kBKMajor), "mode 2 reads both operands MN-major");
+  typedef Scheduler<V::kMode, kBM, kBN, kThreads> Sched;
   typedef typename Storage<typename V::Out>::type O;
 
   static __device__ __forceinline__ void run(const RagdotKernelParams& p, const TensorMap* map_a,
@@ -149,7 +162,17 @@ struct Kernel {
         mbar_wait(smem_address(&empty_bar[s]), phase ^ 1);
         mbar_expect_tx(full, kStageBytes);
         const u32 a_dst = ring + s * kStageBytes, b_dst = a_dst + kATileBytes;
-        const int k0 = kt * kBK;
+        const int k0 = (int)tile.k_begin + kt * kBK;
+        if (V::kMode == 2) {
+          // lhs rows are k, columns m: two boxes of 64 m x 64 k, one per consumer warpgroup;
+          // rhs rows are k, columns n (a single "group" in the map)
+          tma_load_2d(a_dst, map_a, full, (int)tile.m0, k0);
+          tma_load_2d(a_dst + 64 * 128, map_a, full, (int)tile.m0 + 64, k0);
+#pragma unroll
+          for (int j = 0; j < kBN / 64; ++j)
+            tma_load_3d(b_dst + j * (kBK * 128), map_b, full, (int)tile.n0 + j * 64, k0, 0);
+          continue;
+        }
         tma_load_2d(a_dst, map_a, full, k0, (int)tile.m0);
         if (V::kBKMajor) {
           tma_load_3d(b_dst, map_b, full, k0, (int)tile.n0, tile.group);
@@ -162,6 +185,22 @@ struct Kernel {
     }
   }
 
+  // Mode 2: k rows [valid, 64) of a stage belong to the next group (or lie past the tensor):
+  // the 256 consumer threads write zeros over them in A and B. In both operands a k row is one
+  // 128-byte line of each 64-wide chunk, and the swizzle only permutes 16-byte pieces within a
+  // line, so whole lines can be cleared without knowing the pattern.
+  static __device__ __forceinline__ void zero_k_tail(u32 stage, int valid) {
+    constexpr int kChunks = 2 + kBN / 64;  // A: two 64-m chunks; B: kBN / 64 chunks of 64 n
+    const int lines = kBK - valid, pieces = lines * kChunks * 8;
+    for (int i = (int)threadIdx.x - 128; i < pieces; i += 256) {
+      const int piece = i & 7, line = (i >> 3) % lines, chunk = (i >> 3) / lines;
+      const u32 addr = stage + chunk * (kBK * 128) + (valid + line) * 128 + piece * 16;
+      asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(addr), "r"(0) : "memory");
+    }
+    fence_async_shared();
+    consumers_sync();
+  }
+
   static __device__ __forceinline__ void consume(const RagdotKernelParams& p, const Sched& sched, u32 ring,
                                                  u64* full_bar, u64* empty_bar, int wg) {
     const int tid = threadIdx.x & 127, warp = tid >> 5, lane = tid & 31;
@@ -172,12 +211,13 @@ struct Kernel {
       const Tile tile = sched.tile(p, t);
       const i64 cols_lim = p.n - tile.n0;
       const i64 rows_here = imin((i64)kBM, tile.row_end - tile.m0) - wg * 64;  // this warpgroup's rows
-      O* otile = out + (tile.m0 + wg * 64) * p.out_m + tile.n0;
+      O* otile = out + (tile.m0 + wg * 64) * p.out_m + tile.n0 + (V::kMode == 2 ? tile.group * p.out_g : 0);
       const int k_tiles = tile.zero ? 0 : (int)ceil_div(tile.k_len, kBK);
-      // A group's last tile often has 64 rows or fewer: the warpgroup whose rows all lie past the
-      // group's end keeps the pipeline's barriers but issues no wgmma, which halves that tile's
-      // tensor-core time (groups of ~128 rows, as in deepseek-v3, have many such tiles).
-      const bool idle = rows_here <= 0 || k_tiles == 0;
+      // Mode 1: a group's last tile often has 64 rows or fewer; the warpgroup whose rows all lie
+      // past the group's end keeps the pipeline's barriers but issues no wgmma, which halves that
+      // tile's tensor-core time (groups of ~128 rows, as in deepseek-v3, have many such tiles).
+      // Mode 2: both warpgroups take every k tile, since they zero its tail together.
+      const bool idle = (V::kMode == 1 && rows_here <= 0) || k_tiles == 0;
       // Zeroed on every path, outside any branch: accumulators defined on a divergent path make
       // ptxas serialize the wgmma pipeline (warning C7520).
 #pragma unroll
@@ -195,12 +235,16 @@ struct Kernel {
           const u32 s = it % kStages, phase = (it / kStages) & 1;
           mbar_wait(smem_address(&full_bar[s]), phase);
           const u32 a_tile = ring + s * kStageBytes + wg * (64 * 128), b_tile = ring + s * kStageBytes + kATileBytes;
+          if (V::kMode == 2) {
+            const int valid = (int)imin(tile.k_len - (i64)kt * kBK, (i64)kBK);
+            if (valid < kBK) zero_k_tail(ring + s * kStageBytes, valid);
+          }
 #pragma unroll
           for (int i = 0; i < kAcc; ++i) fence_operand(acc[i]);
           wgmma_fence();
 #pragma unroll
           for (int ks = 0; ks < kBK / 16; ++ks) {
-            const u64 da = smem_desc(a_tile + ks * 32, 16, 1024);
+            const u64 da = V::kMode == 1 ? smem_desc(a_tile + ks * 32, 16, 1024) : smem_desc(a_tile + ks * 2048, kBK * 128, 1024);
             const u64 db = V::kBKMajor ? smem_desc(b_tile + ks * 32, 16, 1024)
                                        : smem_desc(b_tile + ks * 2048, kBK * 128, 1024);
             Mma::run(acc, da, db, 1);

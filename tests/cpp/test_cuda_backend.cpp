@@ -23,7 +23,8 @@ using gpu_test::gpu;
 using gpu_test::kPatterns;
 using gpu_test::weights_nk;
 
-void expect_cuda_pass(const verify::Case& c, std::uint64_t seed, bool allow_unsupported = false) {
+// Checks one case on the cuda backend; returns the plan's description.
+std::string expect_cuda_pass(const verify::Case& c, std::uint64_t seed, bool allow_unsupported = false) {
   PlanOptions po;
   po.backend = "cuda";
   const auto t0 = std::chrono::steady_clock::now();
@@ -32,9 +33,9 @@ void expect_cuda_pass(const verify::Case& c, std::uint64_t seed, bool allow_unsu
   std::fprintf(stderr, "  [%s %.2fs] %s | %s\n", r.passed ? "ok" : "FAIL",
                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), c.description.c_str(),
                r.plan.c_str());
-  if (allow_unsupported && r.message.rfind("unsupported", 0) == 0) return;
-  EXPECT_TRUE(r.passed) << c.description << "\n  " << r.plan << "\n  " << r.message;
-  if (::testing::Test::HasFailure() && r.passed == false) return;
+  if (!(allow_unsupported && r.message.rfind("unsupported", 0) == 0))
+    EXPECT_TRUE(r.passed) << c.description << "\n  " << r.plan << "\n  " << r.message;
+  return r.plan;
 }
 
 struct Shape {
@@ -100,11 +101,7 @@ TEST(CudaBackend, HopperFamilyLayoutsPatternsAndOffset) {
               c = *made;
             }
             c.description += std::string(" ") + verify::group_pattern_name(pat);
-            PlanOptions po;
-            po.backend = "cuda";
-            auto r = verify::check_case(c, po, seed++, *gpu());
-            EXPECT_TRUE(r.passed) << c.description << "\n  " << r.plan << "\n  " << r.message;
-            wgmma_plans += r.plan.find("wgmma") != std::string::npos;
+            wgmma_plans += expect_cuda_pass(c, seed++).find("wgmma") != std::string::npos;
           }
         }
       }
@@ -121,12 +118,48 @@ TEST(CudaBackend, HopperFamilyLayoutsPatternsAndOffset) {
     c.group_sizes = {100, 150, 300, 200, 150};
     c.group_offset = 2;
     c.description = "mode1 group offset 2 of 5, 2 local";
-    PlanOptions po;
-    po.backend = "cuda";
-    auto r = verify::check_case(c, po, seed++, *gpu());
-    EXPECT_TRUE(r.passed) << c.description << "\n  " << r.plan << "\n  " << r.message;
+    expect_cuda_pass(c, seed++);
   }
   if (hopper) EXPECT_GT(wgmma_plans, 100) << "the Hopper family was not planned for its shapes";
+}
+
+// The weight-gradient form of the Hopper family (mode 2: lhs [k, m], rhs [k, n], out [g, m, n]),
+// where group boundaries fall inside k tiles: odd sizes, empty groups (zero blocks), one group
+// holding every row, a tail no group covers, every output dtype, a group offset. On Hopper every
+// case must really be planned as wgmma.
+TEST(CudaBackend, HopperWeightGradientPatternsAndOffset) {
+  REQUIRE_GPU();
+  const bool hopper = device_is_hopper();
+  const Shape shapes[] = {{256, 1000, 320, 4}, {136, 777, 264, 5}, {64, 300, 512, 3}};
+  workloads::SplitMix64 rng(29);
+  std::uint64_t seed = 7000;
+  int cases = 0, wgmma_plans = 0;
+  for (DType dt : {DType::kBF16, DType::kF16}) {
+    for (DType out : {dt, DType::kF32}) {
+      for (const Shape& sh : shapes) {
+        for (GroupPattern pat : kPatterns) {
+          auto gs = verify::make_group_sizes(pat, sh.g, sh.k, rng);
+          auto made = verify::shaped_case(2, sh.m, sh.k, sh.n, gs, dt, out);
+          ASSERT_TRUE(made.ok()) << made.status().message();
+          verify::Case c = *made;
+          c.description += std::string(" ") + verify::group_pattern_name(pat);
+          ++cases;
+          wgmma_plans += expect_cuda_pass(c, seed++).find("wgmma") != std::string::npos;
+        }
+      }
+    }
+  }
+  {
+    // groups [1, 3) of 4: the output holds the 2 local groups
+    auto made = verify::shaped_case(2, 192, 700, 256, {100, 237, 301, 50}, DType::kBF16);
+    ASSERT_TRUE(made.ok()) << made.status().message();
+    verify::Case c = *made;
+    c.spec.group_offset = GroupOffset{2};  // 2 local groups
+    c.group_offset = 1;
+    c.description = "mode2 group offset 1 of 4, 2 local";
+    expect_cuda_pass(c, seed++);
+  }
+  if (hopper) EXPECT_EQ(wgmma_plans, cases) << "the Hopper family was not planned for every weight-gradient case";
 }
 
 TEST(CudaBackend, BatchModeAndBatchDims) {

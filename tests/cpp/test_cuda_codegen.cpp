@@ -114,6 +114,27 @@ TEST(CudaCodegen, PlannerPicksTensorCoresForMoeLayouts) {
     EXPECT_EQ(v->family, KernelFamily::kMmaSync) << v->name();
     EXPECT_EQ(v->bm, 64);
   }
+  {
+    // the weight gradient: lhs [T, K] and the output gradient [T, N], both ragged along the
+    // token rows T (mode 2's contracting dim): out[g] = lhs_g^T dout_g, [E, K, N]
+    core::GroupGemmProblem w = p;
+    w.mode = RaggedMode::kContracting;
+    w.m = 1024, w.k = 4096, w.n = 3584, w.ragged_extent = 4096;
+    w.lhs_m = 1, w.lhs_k = 1024;
+    w.rhs_g = 0, w.rhs_k = 3584, w.rhs_n = 1;
+    w.out_g = 1024 * 3584, w.out_m = 3584, w.out_n = 1;
+    v = choose_variant(w, h);
+    ASSERT_TRUE(v.ok()) << v.status().message();
+    EXPECT_EQ(v->family, KernelFamily::kWgmma) << v->name();
+    EXPECT_EQ(v->mode, 2);
+    EXPECT_FALSE(v->a_k_major);
+    EXPECT_FALSE(v->b_k_major);
+    const auto all = all_variants(h);
+    EXPECT_NE(std::find(all.begin(), all.end(), *v), all.end());
+    v = choose_variant(w, a100);
+    ASSERT_TRUE(v.ok());
+    EXPECT_EQ(v->family, KernelFamily::kMmaSync) << v->name();
+  }
   p.lhs_dtype = p.rhs_dtype = DType::kF32;  // f32 keeps exact products: the FMA family
   v = choose_variant(p, h);
   ASSERT_TRUE(v.ok());

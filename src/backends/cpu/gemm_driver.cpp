@@ -37,7 +37,10 @@ GemmDriver::GemmDriver(const kernels::IsaKernels* isa, DType a_dtype, DType b_dt
 
 std::size_t GemmDriver::panel_bytes() const { return align_up(std::size_t(blk_.kc * blk_.nb * isa_->b_elem_bytes)); }
 
-std::size_t GemmDriver::strip_bytes() const { return align_up(std::size_t(isa_->mr * blk_.kc * isa_->a_elem_bytes)); }
+std::size_t GemmDriver::strip_bytes() const {
+  // pack_a may pad each row (to a cache line, and off 4 KiB strides): up to 32 elements
+  return align_up(std::size_t(isa_->mr * (blk_.kc + 32) * isa_->a_elem_bytes));
+}
 
 std::size_t GemmDriver::cblock_bytes() const {
   // With k split, a unit's partial sums stay in the block between k blocks.
@@ -165,8 +168,9 @@ void GemmDriver::run(const GemmTask* tasks, std::int64_t count, void* scratch) c
           const void* a = arow;
           std::int64_t ars = task.a_rs, acs = task.a_cs;
           if (!(direct && (rows == isa.mr || r0 + isa.mr <= task.a_rows_readable))) {
-            ars = isa.pack_a({arow, task.a_rs, task.a_cs, a_dtype_}, rows, klen, strip);
-            acs = 1;
+            const kernels::StripStrides packed = isa.pack_a({arow, task.a_rs, task.a_cs, a_dtype_}, rows, klen, strip);
+            ars = packed.row;
+            acs = packed.col;
             a = strip;
           }
           if (pending) {  // this strip's share of the next panel, in whole packing steps

@@ -61,14 +61,15 @@ int wgmma_stages(int bn, const DeviceTraits& d) {
   return 0;
 }
 
-KernelVariant wgmma_variant(DType in, DType out, bool b_k, int bn, const DeviceTraits& d) {
+// Mode 1: A K-major (token rows), B either layout. Mode 2: both MN-major (token rows are k).
+KernelVariant wgmma_variant(int mode, DType in, DType out, bool b_k, int bn, const DeviceTraits& d) {
   KernelVariant v;
   v.family = KernelFamily::kWgmma;
-  v.mode = 1;
+  v.mode = mode;
   v.lhs = v.rhs = in;
   v.out = out;
-  v.a_k_major = true;
-  v.b_k_major = b_k;
+  v.a_k_major = mode == 1;
+  v.b_k_major = mode == 1 && b_k;
   v.bm = 128, v.bn = bn, v.bk = 64;
   v.warps_m = 2, v.warps_n = 1;  // consumer warpgroups
   v.stages = wgmma_stages(bn, d);
@@ -90,7 +91,8 @@ std::string wgmma_instruction(const KernelVariant& v) {
     << "        \"{\\n.reg .pred p;\\nsetp.ne.b32 p, %" << regs + 2 << ", 0;\\n\"\n"
     << "        \"wgmma.mma_async.sync.aligned.m64n" << v.bn << "k16.f32." << in << '.' << in << " {";
   for (int i = 0; i < regs; ++i) s << (i ? ", " : "") << '%' << i;
-  s << "}, %" << regs << ", %" << regs + 1 << ", p, 1, 1, 0, " << (v.b_k_major ? 0 : 1) << ";\\n}\\n\"\n"
+  s << "}, %" << regs << ", %" << regs + 1 << ", p, 1, 1, " << (v.a_k_major ? 0 : 1) << ", " << (v.b_k_major ? 0 : 1)
+    << ";\\n}\\n\"\n"
     << "        : ";
   for (int i = 0; i < regs; ++i) s << (i ? ", " : "") << "\"+f\"(d[" << i << "])";
   s << "\n        : \"l\"(desc_a), \"l\"(desc_b), \"r\"(accumulate));\n"
@@ -147,7 +149,7 @@ std::string generate_source(const KernelVariant& v) {
   if (v.family == KernelFamily::kWgmma) {
     s << "#include \"ragdot/wgmma.cuh\"\n\n"
       << "struct V {\n"
-      << "  static constexpr int kBN = " << v.bn << ", kStages = " << v.stages << ";\n"
+      << "  static constexpr int kMode = " << v.mode << ", kBN = " << v.bn << ", kStages = " << v.stages << ";\n"
       << "  static constexpr bool kBKMajor = " << (v.b_k_major ? "true" : "false") << ";\n"
       << "  typedef ragdot::" << type_tag(v.lhs) << " In;\n"
       << "  typedef ragdot::" << type_tag(v.out) << " Out;\n"
@@ -241,10 +243,12 @@ Result<KernelVariant> choose_variant(const core::GroupGemmProblem& p, const Devi
   }
   const std::int64_t groups = std::max<std::int64_t>(p.computed_groups, 1);
   const bool small_m = mode == 1 && p.m / groups < 96;
-  // Hopper: the TMA + wgmma family takes the MoE forward and data-gradient GEMMs (mode 1, one
-  // batch). Tensor maps need 16-byte strides, which the mma rules (multiples of 8) already imply.
-  if (mma && mode == 1 && is_hopper(d) && p.is_single_batch() && !small_m && p.rhs_g > 0) {
-    KernelVariant v = wgmma_variant(p.lhs_dtype, p.out_dtype, b_k, p.n >= 256 ? 256 : 128, d);
+  // Hopper: the TMA + wgmma family takes the MoE forward and data-gradient GEMMs (mode 1) and
+  // the weight gradient (mode 2), one batch. Tensor maps need 16-byte strides, which the mma
+  // rules (multiples of 8) already imply.
+  const bool wgmma_mode1 = mode == 1 && !small_m && p.rhs_g > 0;
+  if (mma && (wgmma_mode1 || mode == 2) && is_hopper(d) && p.is_single_batch()) {
+    KernelVariant v = wgmma_variant(mode, p.lhs_dtype, p.out_dtype, b_k, p.n >= 256 ? 256 : 128, d);
     if (v.stages >= 2) return v;
   }
   if (mma) {
@@ -270,8 +274,10 @@ std::vector<KernelVariant> all_variants(const DeviceTraits& d) {
     if (is_hopper(d))
       for (DType in : {DType::kBF16, DType::kF16})
         for (DType o : floats)
-          for (bool b_k : {true, false})
-            for (int bn : {128, 256}) out.push_back(wgmma_variant(in, o, b_k, bn, d));
+          for (int bn : {128, 256}) {
+            for (bool b_k : {true, false}) out.push_back(wgmma_variant(1, in, o, b_k, bn, d));
+            out.push_back(wgmma_variant(2, in, o, false, bn, d));
+          }
     out.erase(std::remove_if(out.begin(), out.end(), [](const KernelVariant& v) { return v.stages < 2; }), out.end());
   }
   for (int mode = 1; mode <= 3; ++mode)

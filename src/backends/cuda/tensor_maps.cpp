@@ -28,6 +28,19 @@ Status encode_operand_maps(const KernelVariant& v, const core::GroupGemmProblem&
   const CUtensorMapDataType type =
       v.lhs == DType::kF16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
   constexpr std::uint64_t kElem = 2;
+  if (v.mode == 2) {
+    // lhs [k, m] (m contiguous): dims (m, k), boxes of 64 m x 64 k
+    const cuuint64_t a_dims[2] = {cuuint64_t(p.m), cuuint64_t(p.k)};
+    const cuuint64_t a_strides[1] = {cuuint64_t(p.lhs_k) * kElem};
+    const cuuint32_t a_box[2] = {64, 64};
+    RAGDOT_RETURN_IF_ERROR(encode(maps.a, type, 2, lhs, a_dims, a_strides, a_box, "cuTensorMapEncodeTiled(lhs)"));
+    // rhs [k, n] (n contiguous): dims (n, k, 1), boxes of 64 n x 64 k; the kernel's B loads are
+    // 3-D in every mode, with the group coordinate 0 here
+    const cuuint64_t dims[3] = {cuuint64_t(p.n), cuuint64_t(p.k), 1};
+    const cuuint64_t strides[2] = {cuuint64_t(p.rhs_k) * kElem, cuuint64_t(p.rhs_k) * cuuint64_t(p.k) * kElem};
+    const cuuint32_t box[3] = {64, 64, 1};
+    return encode(maps.b, type, 3, rhs, dims, strides, box, "cuTensorMapEncodeTiled(rhs)");
+  }
   // A: dims (k, m); rows lhs_m elements apart
   const cuuint64_t a_dims[2] = {cuuint64_t(p.k), cuuint64_t(p.m)};
   const cuuint64_t a_strides[1] = {cuuint64_t(p.lhs_m) * kElem};

@@ -17,8 +17,9 @@ struct OperandMaps {
   CUtensorMap b;
 };
 
-// Box shapes follow the kernel: A boxes of 64 k x bm rows; B boxes of 64 k x bn n (K-major
-// weights) or 64 n x 64 k (N-major weights), all with the 128-byte swizzle.
+// Box shapes follow the kernel. Mode 1: A boxes of 64 k x bm rows; B boxes of 64 k x bn n
+// (K-major weights) or 64 n x 64 k (N-major weights). Mode 2 (both operands [k, m|n]): boxes of
+// 64 m|n x 64 k. All with the 128-byte swizzle.
 Status encode_operand_maps(const KernelVariant& v, const core::GroupGemmProblem& p, const void* lhs, const void* rhs,
                            OperandMaps& maps);
 

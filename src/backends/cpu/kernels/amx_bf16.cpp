@@ -99,7 +99,7 @@ void pack_b(PanelJob& job) { pack_rows(job, job.limit); }
 
 bool a_direct(MatrixView a, std::int64_t k) { return a.dtype == DType::kBF16 && a.col_stride == 1 && k % kKb == 0; }
 
-std::int64_t pack_a(MatrixView a, std::int64_t rows, std::int64_t k, void* strip) {
+StripStrides pack_a(MatrixView a, std::int64_t rows, std::int64_t k, void* strip) {
   std::uint16_t* s = static_cast<std::uint16_t*>(strip);
   const std::uint16_t* src = static_cast<const std::uint16_t*>(a.data);
   const std::int64_t kp = padk(k);
@@ -116,7 +116,7 @@ std::int64_t pack_a(MatrixView a, std::int64_t rows, std::int64_t k, void* strip
       for (std::int64_t kk = 0; kk < kp; ++kk) dst[kk] = kk < k ? src[r * a.row_stride + kk * a.col_stride] : 0;
     }
   }
-  return kp;
+  return {kp, 1};
 }
 
 void compute(const void* a, std::int64_t rs, std::int64_t, const void* panel, std::int64_t k, std::int64_t nb,

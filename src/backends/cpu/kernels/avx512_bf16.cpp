@@ -76,7 +76,7 @@ void pack_b(PanelJob& job) { pack_rows(job, job.limit); }
 
 bool a_direct(MatrixView a, std::int64_t k) { return a.dtype == DType::kBF16 && a.col_stride == 1 && k % 2 == 0; }
 
-std::int64_t pack_a(MatrixView a, std::int64_t rows, std::int64_t k, void* strip) {
+StripStrides pack_a(MatrixView a, std::int64_t rows, std::int64_t k, void* strip) {
   std::uint16_t* s = static_cast<std::uint16_t*>(strip);
   const std::uint16_t* src = static_cast<const std::uint16_t*>(a.data);
   const std::int64_t kp = pad2(k);
@@ -88,7 +88,7 @@ std::int64_t pack_a(MatrixView a, std::int64_t rows, std::int64_t k, void* strip
     }
     for (std::int64_t kk = 0; kk < kp; ++kk) dst[kk] = kk < k ? src[r * a.row_stride + kk * a.col_stride] : 0;
   }
-  return kp;
+  return {kp, 1};
 }
 
 inline __m512 dp(__m512 acc, __m512i a, __m512i b) {

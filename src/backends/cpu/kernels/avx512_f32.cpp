@@ -16,6 +16,7 @@ namespace {
 constexpr int kMr = 12;
 constexpr int kNr = 32;
 constexpr int kPrefetchRows = 16;
+constexpr int kPrefetchK = 8;  // the panel's rows the micro-kernel fetches ahead (from L2)
 
 // Panel: [nb / 32][k][32] f32. Packs k rows [job.next, end) and advances job.next.
 void pack_rows(PanelJob& job, std::int64_t end) {
@@ -58,13 +59,24 @@ void pack_rows(PanelJob& job, std::int64_t end) {
 
 void pack_b(PanelJob& job) { pack_rows(job, job.limit); }
 
-bool a_direct(MatrixView a, std::int64_t) { return a.dtype == DType::kF32; }
+// Row stride of a packed strip: k rounded up to a cache line, plus one more line whenever the
+// stride would be a multiple of 4 KiB (12 rows 4 KiB apart fall in one L1 set and evict each
+// other while the kernel walks them side by side).
+std::int64_t strip_row_stride(std::int64_t k) {
+  std::int64_t rs = (k + 15) / 16 * 16;
+  if ((rs * 4) % 4096 == 0) rs += 16;
+  return rs;
+}
 
-std::int64_t pack_a(MatrixView a, std::int64_t rows, std::int64_t k, void* strip) {
+// f32 rows are read in place unless their stride is a multiple of 4 KiB (then they are packed).
+bool a_direct(MatrixView a, std::int64_t) { return a.dtype == DType::kF32 && (a.row_stride * 4) % 4096 != 0; }
+
+StripStrides pack_a(MatrixView a, std::int64_t rows, std::int64_t k, void* strip) {
   float* s = static_cast<float*>(strip);
   const std::int64_t es = std::int64_t(dtype_size(a.dtype));
+  const std::int64_t rs = strip_row_stride(k);
   for (int r = 0; r < kMr; ++r) {
-    float* dst = s + r * k;
+    float* dst = s + r * rs;
     if (r >= rows) {
       std::memset(dst, 0, std::size_t(k) * 4);
       continue;
@@ -79,13 +91,15 @@ std::int64_t pack_a(MatrixView a, std::int64_t rows, std::int64_t k, void* strip
       for (std::int64_t kk = 0; kk < k; ++kk) dst[kk] = load1_as_f32(a.data, a.dtype, r * a.row_stride + kk * a.col_stride);
     }
   }
-  return k;
+  return {rs, 1};
 }
 
-// C[12 x 32] = A[12 x k] * B[k x 32]; A read at a[r * rs + kk * cs].
+// C[12 x 32] = A[12 x k] * B[k x 32]; A read at a[r * rs + kk * cs]. Nothing else happens in
+// the k loop: a call in it (the next panel's packing) would make the compiler spill all 24
+// accumulators around it.
 template <bool kUnitCol>
 inline void block_12x32(const float* a, std::int64_t rs, std::int64_t cs, const float* b, std::int64_t k, float* c,
-                        std::int64_t ldc, bool accumulate, Pacer<pack_rows>& pacer) {
+                        std::int64_t ldc, bool accumulate) {
   __m512 c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51;
   __m512 c60, c61, c70, c71, c80, c81, c90, c91, ca0, ca1, cb0, cb1;
   if (accumulate) {
@@ -125,6 +139,8 @@ inline void block_12x32(const float* a, std::int64_t rs, std::int64_t cs, const 
     const std::int64_t o = kUnitCol ? kk : kk * cs;
     const __m512 b0 = _mm512_loadu_ps(b + kk * kNr);
     const __m512 b1 = _mm512_loadu_ps(b + kk * kNr + 16);
+    _mm_prefetch(reinterpret_cast<const char*>(b + (kk + kPrefetchK) * kNr), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(b + (kk + kPrefetchK) * kNr + 16), _MM_HINT_T0);
     __m512 x;
 #define RAGDOT_FMA_ROW(ap, acc0, acc1) \
   x = _mm512_set1_ps(ap[o]);           \
@@ -143,7 +159,6 @@ inline void block_12x32(const float* a, std::int64_t rs, std::int64_t cs, const 
     RAGDOT_FMA_ROW(aa, ca0, ca1)
     RAGDOT_FMA_ROW(ab, cb0, cb1)
 #undef RAGDOT_FMA_ROW
-    if ((kk & 7) == 7) pacer.step();
   }
   _mm512_storeu_ps(c + 0 * ldc, c00);
   _mm512_storeu_ps(c + 0 * ldc + 16, c01);
@@ -175,13 +190,15 @@ void compute(const void* a, std::int64_t rs, std::int64_t cs, const void* panel,
              float* c, bool accumulate, PanelJob* job) {
   const float* A = static_cast<const float*>(a);
   const float* P = static_cast<const float*>(panel);
-  Pacer<pack_rows> pacer(job, (nb / kNr) * (k / 8), 1);
+  // the next panel's packing is spread over the gaps between blocks
+  Pacer<pack_rows> pacer(job, nb / kNr, 1);
   for (std::int64_t j0 = 0; j0 < nb; j0 += kNr) {
     if (cs == 1) {
-      block_12x32<true>(A, rs, 1, P + j0 * k, k, c + j0, nb, accumulate, pacer);
+      block_12x32<true>(A, rs, 1, P + j0 * k, k, c + j0, nb, accumulate);
     } else {
-      block_12x32<false>(A, rs, cs, P + j0 * k, k, c + j0, nb, accumulate, pacer);
+      block_12x32<false>(A, rs, cs, P + j0 * k, k, c + j0, nb, accumulate);
     }
+    pacer.step();
   }
 }
 

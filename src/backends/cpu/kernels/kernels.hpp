@@ -41,6 +41,11 @@ struct PanelJob {
   std::int64_t end = 0;         // all rows, zero padding included (round_up(k, k_align))
 };
 
+// The layout of a packed A strip, in elements.
+struct StripStrides {
+  std::int64_t row = 0, col = 1;
+};
+
 struct IsaKernels {
   const char* name;
   int mr;            // rows of one strip (C block height)
@@ -61,10 +66,12 @@ struct IsaKernels {
   void (*pack_b)(PanelJob& job);
   // Whether `compute` can read A in place (full strips only).
   bool (*a_direct)(MatrixView a, std::int64_t k);
-  // A[rows x k] (rows <= mr) -> a strip of mr rows, zero padded; returns its row stride.
-  std::int64_t (*pack_a)(MatrixView a, std::int64_t rows, std::int64_t k, void* strip);
+  // A[rows x k] (rows <= mr) -> a strip of mr rows, zero padded, each row padded by at most 32
+  // elements (the strip has room for mr x (kc + 32)); returns where element (r, kk)
+  // lies in it: strip[r * row + kk * col].
+  StripStrides (*pack_a)(MatrixView a, std::int64_t rows, std::int64_t k, void* strip);
   // C[mr x nb] (+)= A[mr x k] * panel: overwrites c, or adds to it when `accumulate` (k split into
-  // blocks); c has row stride nb. A is either a packed strip (col stride 1, row stride from
+  // blocks); c has row stride nb. A is either a packed strip (strides from
   // pack_a) or, when a_direct, the caller's matrix. Meanwhile it advances `job` (may be null) up
   // to job->limit.
   void (*compute)(const void* a, std::int64_t a_row_stride, std::int64_t a_col_stride, const void* panel,

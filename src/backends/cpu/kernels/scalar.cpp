@@ -72,14 +72,14 @@ void pack_b(PanelJob& job) {
 
 bool a_direct(MatrixView, std::int64_t) { return false; }
 
-std::int64_t pack_a(MatrixView a, std::int64_t rows, std::int64_t k, void* strip) {
+StripStrides pack_a(MatrixView a, std::int64_t rows, std::int64_t k, void* strip) {
   float* s = static_cast<float*>(strip);
   for (int r = 0; r < kMr; ++r) {
     for (std::int64_t kk = 0; kk < k; ++kk) {
       s[r * k + kk] = r < rows ? load(a.data, a.dtype, r * a.row_stride + kk * a.col_stride) : 0.0f;
     }
   }
-  return k;
+  return {k, 1};
 }
 
 void compute(const void* a, std::int64_t ars, std::int64_t acs, const void* panel, std::int64_t k, std::int64_t nb,
