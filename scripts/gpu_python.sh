@@ -39,7 +39,11 @@ export PYTHONPATH=$BUILD/python_package${PYTHONPATH:+:$PYTHONPATH}
 "$PY" -c "import ragdot; print(ragdot.backends())" >> "$LOG" 2>&1
 
 say "Python tests (GPU included)"
-RAGDOT_TEST_GPU=1 "$PY" -m pytest -q -p no:cacheprovider -o pythonpath=tests/python tests/python \
+# With pytest-xdist the tests run in worker processes: a test that crashes its process is
+# reported by name and the rest still run.
+workers=()
+"$PY" -c "import xdist" 2> /dev/null && workers=(-n 4)
+RAGDOT_TEST_GPU=1 "$PY" -m pytest -q -p no:cacheprovider -o pythonpath=tests/python "${workers[@]}" tests/python \
   > "$OUT/python_tests.txt" 2>&1
 echo "pytest exit $? : $(tail -1 "$OUT/python_tests.txt")" | tee -a "$LOG" >&2
 
