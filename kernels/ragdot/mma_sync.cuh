@@ -48,34 +48,23 @@ __device__ __forceinline__ u32 swizzled(int r, int c) {
 }
 
 // Copies one operand tile of one k-step into shared memory. "Rows" are m (for A) or n (for B).
-// K-major: stored [kRows][kBK]; otherwise stored [kBK][kRows]. Chunks outside the valid rows or
-// past k_lim are zero-filled, which also masks the next group's rows in mode 2.
+// The tile is stored as lines of 16-byte chunks: K-major, a line per row holding kBK k values
+// ([kRows][kBK]); otherwise a line per k holding kRows row values ([kBK][kRows]). Chunks outside
+// the valid rows or past k_lim are zero-filled, which also masks the next group's rows in mode 2.
+// The operand's unit stride (k when K-major, rows otherwise) is 1 by the variant's layout.
 template <int kRows, int kBK, bool kKMajor, int kThreads>
 __device__ __forceinline__ void load_tile(u32 dst, const u16* src, i64 row_stride, i64 k_stride, i64 rows_lim,
                                           i64 k0, i64 k_lim) {
-  if (kKMajor) {
-    constexpr int kChunks = kBK / 8, kTotal = kRows * kChunks;
+  constexpr int kLines = kKMajor ? kRows : kBK, kChunks = (kKMajor ? kBK : kRows) / 8, kTotal = kLines * kChunks;
 #pragma unroll
-    for (int it = 0; it < (kTotal + kThreads - 1) / kThreads; ++it) {
-      const int id = threadIdx.x + it * kThreads;
-      if (kTotal % kThreads == 0 || id < kTotal) {
-        const int r = id / kChunks, c = id % kChunks;
-        const i64 kk = k0 + c * 8;
-        const bool valid = r < rows_lim && kk < k_lim;
-        cp_async16(dst + swizzled<kChunks>(r, c), valid ? src + r * row_stride + kk : src, valid);
-      }
-    }
-  } else {
-    constexpr int kChunks = kRows / 8, kTotal = kBK * kChunks;
-#pragma unroll
-    for (int it = 0; it < (kTotal + kThreads - 1) / kThreads; ++it) {
-      const int id = threadIdx.x + it * kThreads;
-      if (kTotal % kThreads == 0 || id < kTotal) {
-        const int kr = id / kChunks, c = id % kChunks;
-        const i64 kk = k0 + kr;
-        const bool valid = kk < k_lim && c * 8 < rows_lim;
-        cp_async16(dst + swizzled<kChunks>(kr, c), valid ? src + kk * k_stride + c * 8 : src, valid);
-      }
+  for (int it = 0; it < (kTotal + kThreads - 1) / kThreads; ++it) {
+    const int id = threadIdx.x + it * kThreads;
+    if (kTotal % kThreads == 0 || id < kTotal) {
+      const int line = id / kChunks, c = id % kChunks;
+      const i64 r = kKMajor ? line : c * 8, kk = k0 + (kKMajor ? c * 8 : line);
+      const bool valid = r < rows_lim && kk < k_lim;
+      const i64 offset = kKMajor ? r * row_stride + kk : kk * k_stride + r;
+      cp_async16(dst + swizzled<kChunks>(line, c), valid ? src + offset : src, valid);
     }
   }
 }
@@ -137,14 +126,14 @@ struct Kernel {
       const Tile tile = sched.tile(p, t);
       const i64 cols_lim = p.n - tile.n0;
       i64 store_rows = imin((i64)V::kBM, tile.row_end - tile.m0);
-      O* otile = out + tile.m0 * p.out_m + tile.n0 * p.out_n + (V::kMode == 2 ? tile.group * p.out_g : 0);
+      O* otile = out + tile_out_offset<V::kMode>(p, tile);
       if (tile.zero) {
         store_zero_tile<typename V::Out, kThreads, V::kBN>(otile, p.out_m, p.out_n, store_rows, cols_lim);
         continue;
       }
       // operand tile origins
-      const u16* a_src = lhs + tile.m0 * p.lhs_m + tile.k_begin * p.lhs_k;
-      const u16* b_src = rhs + tile.n0 * p.rhs_n + tile.k_begin * p.rhs_k + (V::kMode == 1 ? tile.group * p.rhs_g : 0);
+      const u16* a_src = lhs + tile_lhs_offset<V::kMode>(p, tile);
+      const u16* b_src = rhs + tile_rhs_offset<V::kMode>(p, tile);
       const i64 a_rows_lim = p.m - tile.m0;  // rows past a group's end are loaded, never stored
       const i64 k_len = tile.k_len;
       const int k_tiles = (int)ceil_div(k_len, V::kBK);

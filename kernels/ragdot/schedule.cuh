@@ -176,6 +176,21 @@ struct Scheduler {
   }
 };
 
+// Where a tile starts in each operand, in elements. The tile's group selects the weight matrix in
+// mode 1 and the output block in mode 2; in mode 2 its k range starts at the group's first row.
+template <int kMode>
+__device__ __forceinline__ i64 tile_lhs_offset(const RagdotKernelParams& p, const Tile& t) {
+  return t.m0 * p.lhs_m + t.k_begin * p.lhs_k;
+}
+template <int kMode>
+__device__ __forceinline__ i64 tile_rhs_offset(const RagdotKernelParams& p, const Tile& t) {
+  return t.n0 * p.rhs_n + t.k_begin * p.rhs_k + (kMode == 1 ? t.group * p.rhs_g : 0);
+}
+template <int kMode>
+__device__ __forceinline__ i64 tile_out_offset(const RagdotKernelParams& p, const Tile& t) {
+  return t.m0 * p.out_m + t.n0 * p.out_n + (kMode == 2 ? t.group * p.out_g : 0);
+}
+
 // Writes zeros to rows [0, rows) x cols [0, cols) of a tile of the output.
 template <class OutT, int kThreads, int kBN>
 __device__ __forceinline__ void store_zero_tile(typename Storage<OutT>::type* out, i64 out_m, i64 out_n, i64 rows,

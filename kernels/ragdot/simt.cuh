@@ -39,13 +39,13 @@ struct Kernel {
       const Tile tile = sched.tile(p, t);
       const i64 cols_lim = p.n - tile.n0;
       const i64 store_rows = imin((i64)V::kBM, tile.row_end - tile.m0);
-      O* otile = out + tile.m0 * p.out_m + tile.n0 * p.out_n + (V::kMode == 2 ? tile.group * p.out_g : 0);
+      O* otile = out + tile_out_offset<V::kMode>(p, tile);
       if (tile.zero) {
         store_zero_tile<typename V::Out, kThreads, V::kBN>(otile, p.out_m, p.out_n, store_rows, cols_lim);
         continue;
       }
-      const L* a_src = lhs + tile.m0 * p.lhs_m + tile.k_begin * p.lhs_k;
-      const R* b_src = rhs + tile.n0 * p.rhs_n + tile.k_begin * p.rhs_k + (V::kMode == 1 ? tile.group * p.rhs_g : 0);
+      const L* a_src = lhs + tile_lhs_offset<V::kMode>(p, tile);
+      const R* b_src = rhs + tile_rhs_offset<V::kMode>(p, tile);
       const i64 a_rows_lim = p.m - tile.m0;
 
       float acc[V::kTM][V::kTN];

@@ -211,7 +211,7 @@ struct Kernel {
       const Tile tile = sched.tile(p, t);
       const i64 cols_lim = p.n - tile.n0;
       const i64 rows_here = imin((i64)kBM, tile.row_end - tile.m0) - wg * 64;  // this warpgroup's rows
-      O* otile = out + (tile.m0 + wg * 64) * p.out_m + tile.n0 + (V::kMode == 2 ? tile.group * p.out_g : 0);
+      O* otile = out + tile_out_offset<V::kMode>(p, tile) + wg * 64 * p.out_m;  // the family's out_n is 1
       const int k_tiles = tile.zero ? 0 : (int)ceil_div(tile.k_len, kBK);
       // Mode 1: a group's last tile often has 64 rows or fewer; the warpgroup whose rows all lie
       // past the group's end keeps the pipeline's barriers but issues no wgmma, which halves that

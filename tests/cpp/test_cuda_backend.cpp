@@ -240,8 +240,15 @@ struct GraphFixture {
     verify::fill_random(lhs.data(), DType::kBF16, m * k, 11);
     verify::fill_random(rhs.data(), DType::kBF16, g * k * n, 12);
   }
+  // A cuda plan of the fixture's op.
+  Result<Plan> cuda_plan(bool checked = false) const {
+    PlanOptions po;
+    po.backend = "cuda";
+    po.checked = checked;
+    return make_plan(op, po);
+  }
   // The oracle's output for these group sizes, as floats.
-  std::vector<float> expected(const std::vector<std::int32_t>& gs) {
+  std::vector<float> expected(const std::vector<std::int32_t>& gs) const {
     PlanOptions po;
     po.backend = "cpu_ref";
     auto plan = make_plan(op, po).value();
@@ -279,6 +286,15 @@ double rel_error(const std::vector<std::uint16_t>& got, const std::vector<float>
 // The fixture's operands on the GPU, and the execute arguments that name them.
 struct FixtureOnDevice {
   const GraphFixture& f;
+  // Executes `plan` on these buffers and returns the output's relative error against the oracle
+  // for `oracle_sizes` (the sizes the device should have used).
+  Result<double> run_error(const Plan& plan, const ExecuteArgs& a, const std::vector<std::int32_t>& oracle_sizes) const {
+    RAGDOT_RETURN_IF_ERROR(plan.execute(a));
+    RAGDOT_RETURN_IF_ERROR(gpu()->synchronize());
+    std::vector<std::uint16_t> out(std::size_t(f.m * f.n));
+    RAGDOT_RETURN_IF_ERROR(gpu()->download(out.data(), dout.p, out.size() * 2));
+    return rel_error(out, f.expected(oracle_sizes));
+  }
   DeviceBuffer dl, dr, dg, dout;
   explicit FixtureOnDevice(const GraphFixture& fixture)
       : f(fixture), dl(f.lhs.size() * 2), dr(f.rhs.size() * 2), dg(std::size_t(f.g) * 4),
@@ -301,9 +317,7 @@ struct FixtureOnDevice {
 TEST(CudaBackend, GraphCaptureReplaysWithNewGroupSizes) {
   REQUIRE_GPU();
   GraphFixture f;
-  PlanOptions po;
-  po.backend = "cuda";
-  auto plan = make_plan(f.op, po);
+  auto plan = f.cuda_plan();
   ASSERT_TRUE(plan.ok()) << plan.status().message();
   ASSERT_TRUE(plan->graph_safe());
   ASSERT_FALSE(plan->needs_host_sync());
@@ -348,10 +362,7 @@ TEST(CudaBackend, GraphCaptureReplaysWithNewGroupSizes) {
 TEST(CudaBackend, CheckedModeRejectsBadGroupSizesWithoutWriting) {
   REQUIRE_GPU();
   GraphFixture f;
-  PlanOptions po;
-  po.backend = "cuda";
-  po.checked = true;
-  auto plan = make_plan(f.op, po);
+  auto plan = f.cuda_plan(/*checked=*/true);
   ASSERT_TRUE(plan.ok()) << plan.status().message();
   EXPECT_TRUE(plan->needs_host_sync());
   EXPECT_FALSE(plan->graph_safe());
@@ -378,38 +389,30 @@ TEST(CudaBackend, CheckedModeRejectsBadGroupSizesWithoutWriting) {
   // good sizes still run
   std::vector<std::int32_t> good = {100, 100, 100, 100, 100, 700};
   ASSERT_TRUE(gpu()->upload(dev_ops.dg.p, good.data(), good.size() * 4).is_ok());
-  ASSERT_TRUE(plan->execute(a).is_ok());
-  ASSERT_TRUE(gpu()->synchronize().is_ok());
-  ASSERT_TRUE(gpu()->download(out.data(), dev_ops.dout.p, out.size() * 2).is_ok());
-  EXPECT_LT(rel_error(out, f.expected(good)), 6e-3);
+  const auto err = dev_ops.run_error(*plan, a, good);
+  ASSERT_TRUE(err.ok()) << err.status().to_string();
+  EXPECT_LT(*err, 6e-3);
 }
 
 TEST(CudaBackend, UncheckedModeClampsBadGroupSizes) {
   REQUIRE_GPU();
   GraphFixture f;
-  PlanOptions po;
-  po.backend = "cuda";
-  auto plan = make_plan(f.op, po);
+  auto plan = f.cuda_plan();
   ASSERT_TRUE(plan.ok()) << plan.status().to_string();
   FixtureOnDevice dev_ops(f);
   ASSERT_TRUE(dev_ops.upload_inputs().is_ok());
   const std::vector<std::int32_t> bad = {300, -50, 400, 900, 5, 5};  // negative, then past the extent
   const std::vector<std::int32_t> clamped = {300, 0, 400, 500, 0, 0};
   ASSERT_TRUE(gpu()->upload(dev_ops.dg.p, bad.data(), bad.size() * 4).is_ok());
-  const ExecuteArgs a = dev_ops.args(gpu()->stream());
-  ASSERT_TRUE(plan->execute(a).is_ok());
-  ASSERT_TRUE(gpu()->synchronize().is_ok());
-  std::vector<std::uint16_t> out(std::size_t(f.m * f.n));
-  ASSERT_TRUE(gpu()->download(out.data(), dev_ops.dout.p, out.size() * 2).is_ok());
-  EXPECT_LT(rel_error(out, f.expected(clamped)), 6e-3);
+  const auto err = dev_ops.run_error(*plan, dev_ops.args(gpu()->stream()), clamped);
+  ASSERT_TRUE(err.ok()) << err.status().to_string();
+  EXPECT_LT(*err, 6e-3);
 }
 
 TEST(CudaBackend, RejectsHostBuffers) {
   REQUIRE_GPU();
   GraphFixture f;
-  PlanOptions po;
-  po.backend = "cuda";
-  auto plan = make_plan(f.op, po);
+  auto plan = f.cuda_plan();
   ASSERT_TRUE(plan.ok()) << plan.status().to_string();
   std::vector<std::int32_t> gs(6, 0);
   std::vector<std::uint16_t> out(std::size_t(f.m * f.n));

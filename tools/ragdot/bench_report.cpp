@@ -20,56 +20,33 @@ const BenchRecord* BenchResults::find(std::size_t case_index, const std::string&
 namespace {
 
 void write_case(JsonWriter& j, const MoeGemmCase& c) {
-  j.key("model");
-  j.value(c.model);
-  j.key("gemm");
-  j.value(c.gemm);
-  j.key("tokens");
-  j.value(c.tokens);
-  j.key("skew");
-  j.value(c.skew);
-  j.key("shrink");
-  j.value(c.shrink);
-  j.key("m");
-  j.value(c.m);
-  j.key("k");
-  j.value(c.k);
-  j.key("n");
-  j.value(c.n);
-  j.key("groups");
-  j.value(c.groups);
-  j.key("active_groups");
-  j.value(c.active_groups());
-  j.key("largest_group");
-  j.value(c.largest_group());
-  j.key("useful_flops");
-  j.value(c.useful_flops());
+  j.field("model", c.model);
+  j.field("gemm", c.gemm);
+  j.field("tokens", c.tokens);
+  j.field("skew", c.skew);
+  j.field("shrink", c.shrink);
+  j.field("m", c.m);
+  j.field("k", c.k);
+  j.field("n", c.n);
+  j.field("groups", c.groups);
+  j.field("active_groups", c.active_groups());
+  j.field("largest_group", c.largest_group());
+  j.field("useful_flops", c.useful_flops());
 }
 
 void write_measurement(JsonWriter& j, const MoeGemmCase& c, const BackendMeasurement& m) {
   const double sec = m.timing.median_seconds;
-  j.key("min_bytes");
-  j.value(c.min_bytes(m.out_dtype));
-  j.key("backend");
-  j.value(m.backend);
-  j.key("variant");
-  j.value(m.variant);
-  j.key("plan");
-  j.value(m.plan_line);
-  j.key("memory");
-  j.value(memory_space_name(m.space));
-  j.key("median_seconds");
-  j.value(sec);
-  j.key("min_seconds");
-  j.value(m.timing.min_seconds);
-  j.key("samples");
-  j.value(m.timing.samples);
-  j.key("runs_per_sample");
-  j.value(m.timing.runs_per_sample);
-  j.key("tflops");
-  j.value(useful_tflops(c, sec));
-  j.key("gbps");
-  j.value(min_bytes_gbps(c, m.out_dtype, sec));
+  j.field("min_bytes", c.min_bytes(m.out_dtype));
+  j.field("backend", m.backend);
+  j.field("variant", m.variant);
+  j.field("plan", m.plan_line);
+  j.field("memory", memory_space_name(m.space));
+  j.field("median_seconds", sec);
+  j.field("min_seconds", m.timing.min_seconds);
+  j.field("samples", m.timing.samples);
+  j.field("runs_per_sample", m.timing.runs_per_sample);
+  j.field("tflops", useful_tflops(c, sec));
+  j.field("gbps", min_bytes_gbps(c, m.out_dtype, sec));
 }
 
 std::string short_model(const std::string& name) {
@@ -85,27 +62,18 @@ std::string short_model(const std::string& name) {
 std::string bench_json(const BenchResults& r) {
   JsonWriter j;
   j.begin_object();
-  j.key("tool");
-  j.value("ragdot bench");
-  j.key("version");
-  j.value(version_string());
-  j.key("timestamp");
-  j.value(utc_timestamp());
+  j.field("tool", "ragdot bench");
+  j.field("version", version_string());
+  j.field("timestamp", utc_timestamp());
   j.key("machine");
   j.begin_object();
-  j.key("host");
-  j.value(host_name());
-  j.key("cpu");
-  j.value(cpu_model());
-  j.key("threads");
-  j.value(hardware_threads());
-  j.key("description");
-  j.value(machine_description());
+  j.field("host", host_name());
+  j.field("cpu", cpu_model());
+  j.field("threads", hardware_threads());
+  j.field("description", machine_description());
   j.end_object();
-  j.key("dtype");
-  j.value(dtype_name(r.dtype));
-  j.key("seed");
-  j.value(static_cast<unsigned long long>(r.seed));
+  j.field("dtype", dtype_name(r.dtype));
+  j.field("seed", static_cast<unsigned long long>(r.seed));
   j.key("backends");
   j.begin_array();
   for (const auto& b : r.backends) j.value(b);
@@ -119,18 +87,14 @@ std::string bench_json(const BenchResults& r) {
     if (rec.measured) {
       write_measurement(j, c, *rec.measured);
     } else {
-      j.key("backend");
-      j.value(rec.backend);
+      j.field("backend", rec.backend);
     }
     j.key("check");
     if (rec.check) {
       j.begin_object();
-      j.key("passed");
-      j.value(rec.check->passed);
-      j.key("rel_error");
-      j.value(rec.check->rel_error);
-      j.key("tolerance");
-      j.value(rec.check->tolerance);
+      j.field("passed", rec.check->passed);
+      j.field("rel_error", rec.check->rel_error);
+      j.field("tolerance", rec.check->tolerance);
       j.end_object();
     } else {
       j.null();

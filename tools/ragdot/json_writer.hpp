@@ -24,6 +24,12 @@ class JsonWriter {
   void value(unsigned long long number);  // seeds use all 64 bits
   void value(bool b);
   void null();
+  // key(name) then value(v): one member of the open object.
+  template <class T>
+  void field(std::string_view name, const T& v) {
+    key(name);
+    value(v);
+  }
   const std::string& text() const { return out_; }
 
  private:

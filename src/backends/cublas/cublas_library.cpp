@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include "backends/cuda/shared_library.hpp"
 #include "core/env.hpp"
 
 namespace ragdot::cublas {
@@ -17,25 +18,16 @@ struct Loaded {
   std::string why;
 };
 
-void* open_library(std::string& tried) {
-  if (auto path = env::cublas_library()) {
-    tried = *path;
-    return dlopen(path->c_str(), RTLD_NOW | RTLD_LOCAL);
-  }
-  for (const char* name : {"libcublas.so.13", "libcublas.so"}) {
-    tried += (tried.empty() ? "" : ", ") + std::string(name);
-    if (void* lib = dlopen(name, RTLD_NOW | RTLD_LOCAL)) return lib;
-  }
-  return nullptr;
-}
-
 Loaded load() {
   Loaded l;
-  std::string tried;
-  void* lib = open_library(tried);
+  // RAGDOT_CUBLAS_LIBRARY names the library; otherwise the CUDA 13 soname, then the plain one.
+  std::vector<std::string> candidates;
+  if (auto path = env::cublas_library()) candidates.push_back(*path);
+  else candidates = {"libcublas.so.13", "libcublas.so"};
+  std::string failures;
+  void* lib = cuda::open_first_library(candidates, failures);
   if (!lib) {
-    const char* err = dlerror();
-    l.why = "cuBLAS not loadable (tried " + tried + ": " + (err ? err : "not found") + ")";
+    l.why = "cuBLAS not loadable (" + failures + ")";
     return l;
   }
 #define RAGDOT_CUBLAS_FN(name) \
@@ -44,7 +36,7 @@ Loaded load() {
 #undef RAGDOT_CUBLAS_FN
   if (!l.api.cublasGetProperty || !l.api.cublasCreate || !l.api.cublasDestroy || !l.api.cublasSetStream ||
       !l.api.cublasGemmStridedBatchedEx_64 || !l.api.cublasGemmEx_64) {
-    l.why = "the cuBLAS library found (" + tried + ") lacks entry points ragdot needs";
+    l.why = "the cuBLAS library loaded lacks entry points ragdot needs (cuBLAS 12 or newer)";
     return l;
   }
   int major = 0, minor = 0, patch = 0;

@@ -4,6 +4,8 @@
 
 #include <mutex>
 
+#include "backends/cuda/shared_library.hpp"
+
 namespace ragdot::cuda {
 
 namespace {
@@ -19,9 +21,10 @@ struct Loaded {
 
 Loaded load() {
   Loaded l;
-  void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  std::string failure;
+  void* lib = open_first_library({"libcuda.so.1"}, failure);
   if (!lib) {
-    l.why = std::string("no CUDA driver (libcuda.so.1 not loadable: ") + dlerror() + ")";
+    l.why = "no CUDA driver (" + failure + ")";
     return l;
   }
   // Entry points newer than the driver (cuTensorMapEncodeTiled on a pre-12 driver) stay null and

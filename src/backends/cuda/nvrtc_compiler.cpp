@@ -5,6 +5,7 @@
 
 #include <chrono>
 
+#include "backends/cuda/shared_library.hpp"
 #include "core/env.hpp"
 
 namespace ragdot::cuda {
@@ -34,13 +35,8 @@ NvrtcApi load() {
   if (!env::nvrtc_library().empty()) candidates.push_back(env::nvrtc_library());
   for (const char* c : {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so", "/usr/local/cuda/lib64/libnvrtc.so"})
     candidates.emplace_back(c);
-  void* lib = nullptr;
   std::string errors;
-  for (const auto& c : candidates) {
-    lib = dlopen(c.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (lib) break;
-    errors += (errors.empty() ? "" : "; ") + std::string(dlerror());
-  }
+  void* lib = open_first_library(candidates, errors);
   if (!lib) {
     a.why = "NVRTC not found (" + errors + "); set RAGDOT_NVRTC_LIBRARY";
     return a;
