@@ -27,10 +27,10 @@ namespace fs = std::filesystem;
 struct Resources {
   int registers = -1, stack = -1, spill_stores = -1, spill_loads = -1;
 };
-Resources resources_of(const std::string& log) {
+Resources resources_of(const std::string& log, const std::string& entry = kKernelEntry) {
   Resources r;
   // ptxas prints a "Compiling entry function" block per kernel; find ours.
-  const auto at = log.find(std::string("'") + kKernelEntry + "'");
+  const auto at = log.find("'" + entry + "'");
   if (at == std::string::npos) return r;
   const std::string tail = log.substr(at, 600);
   std::smatch m;
@@ -82,6 +82,17 @@ TEST(CudaCodegen, NvrtcIsAvailable) {
 TEST(CudaCodegen, EveryVariantCompilesForSm80WithoutLocalMemory) { compile_all(DeviceTraits{8, 0, 163 * 1024}); }
 
 TEST(CudaCodegen, EveryVariantCompilesForSm90aWithoutLocalMemory) { compile_all(DeviceTraits{9, 0, 227 * 1024}); }
+
+TEST(CudaCodegen, RelayoutCopyCompilesWithoutLocalMemory) {
+  for (const char* arch : {"sm_80", "sm_90a"}) {
+    auto k = KernelCache::instance().get("#include \"ragdot/relayout_copy.cuh\"\n", "ragdot_relayout.cu", arch);
+    ASSERT_TRUE(k.ok()) << arch << ": " << k.status().to_string();
+    const Resources r = resources_of((*k)->log, "ragdot_relayout_copy");
+    EXPECT_EQ(r.stack, 0) << arch << "\n" << (*k)->log;
+    EXPECT_EQ(r.spill_stores + r.spill_loads, 0) << arch << "\n" << (*k)->log;
+    EXPECT_EQ(std::string((*k)->cubin.data() + 1, 3), "ELF") << arch;
+  }
+}
 
 TEST(CudaCodegen, PlannerPicksTensorCoresForMoeLayouts) {
   core::GroupGemmProblem p;

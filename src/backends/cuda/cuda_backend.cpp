@@ -8,6 +8,9 @@
 // 0 and the running sum is capped at the ragged extent (rows no group covers are zero). With
 // PlanOptions::checked (or RAGDOT_CHECKED=1) execute first validates them on the device, reads
 // the verdict back and returns an error without writing the output; such plans need a host sync.
+//
+// An operand whose dims canonicalization cannot express as strides (core::Relayout) is first
+// copied into workspace by a relayout kernel on the same stream; the GEMM then reads the copy.
 #include <algorithm>
 #include <cstring>
 
@@ -20,6 +23,7 @@
 
 extern "C" {
 #include "ragdot/params.h"
+#include "ragdot/relayout_params.h"
 }
 
 namespace ragdot::planner {
@@ -31,6 +35,44 @@ using cuda::KernelVariant;
 using cuda::LoadedKernel;
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+std::size_t align256(std::size_t x) { return (x + 255) / 256 * 256; }
+
+constexpr std::size_t kCheckFlagBytes = 256;
+constexpr int kRelayoutThreads = 256;
+
+// One operand's relayout copy: its argument block (pointers filled at execute) and where in the
+// workspace the copy goes.
+struct RelayoutCopy {
+  RagdotRelayoutParams params{};
+  std::size_t offset = 0, bytes = 0;
+};
+
+Result<std::optional<RelayoutCopy>> relayout_copy(const std::optional<core::Relayout>& r, DType dtype) {
+  if (!r) return std::optional<RelayoutCopy>();
+  if (r->sizes.size() > RAGDOT_RELAYOUT_MAX_RANK)
+    return unsupported("an operand needs a relayout over " + std::to_string(r->sizes.size()) +
+                       " dims; the cuda backend copies up to " + std::to_string(RAGDOT_RELAYOUT_MAX_RANK));
+  RelayoutCopy c;
+  std::memset(&c.params, 0, sizeof c.params);
+  c.params.rank = int(r->sizes.size());
+  c.params.elem_bytes = int(dtype_size(dtype));
+  c.params.elements = r->elements();
+  for (std::size_t d = 0; d < r->sizes.size(); ++d) {
+    c.params.sizes[d] = r->sizes[d];
+    c.params.src_strides[d] = r->src_strides[d];
+  }
+  c.bytes = std::size_t(c.params.elements) * dtype_size(dtype);
+  return std::optional<RelayoutCopy>(c);
+}
+
+Result<CUfunction> load_relayout_kernel(const Device& dev) {
+  RAGDOT_ASSIGN_OR_RETURN(std::shared_ptr<const cuda::LoadedModule> m,
+                          cuda::load_module(dev, "#include \"ragdot/relayout_copy.cuh\"\n", "ragdot_relayout.cu"));
+  CUfunction f = nullptr;
+  RAGDOT_CU_RETURN_IF_ERROR(cuda::driver()->cuModuleGetFunction(&f, m->module, "ragdot_relayout_copy"),
+                            "cuModuleGetFunction (relayout)");
+  return f;
+}
 
 const char* origin_name(cuda::CompiledKernel::Origin o) {
   switch (o) {
@@ -68,20 +110,30 @@ RagdotKernelParams static_params(const core::GroupGemmProblem& p) {
 class CudaPlan final : public detail::BackendPlan {
  public:
   CudaPlan(const core::GroupGemmProblem& p, const Device& dev, const KernelVariant& v,
-           std::shared_ptr<const LoadedKernel> k, bool checked, int grid_x, std::int64_t smem)
+           std::shared_ptr<const LoadedKernel> k, bool checked, int grid_x, std::int64_t smem,
+           std::optional<RelayoutCopy> lhs_copy, std::optional<RelayoutCopy> rhs_copy, CUfunction relayout)
       : dev_(dev), kernel_(std::move(k)), problem_(p), variant_(v), params_(static_params(p)), checked_(checked),
         grid_x_(grid_x),
-        grid_y_(int(p.outer_count())), threads_(v.threads()), smem_(smem), has_offset_(p.has_group_offset) {
+        grid_y_(int(p.outer_count())), threads_(v.threads()), smem_(smem), has_offset_(p.has_group_offset),
+        lhs_copy_(lhs_copy), rhs_copy_(rhs_copy), relayout_(relayout) {
     memory_space = MemorySpace::kDevice;
     graph_safe = !checked;
     needs_host_sync = checked;
-    workspace_bytes = checked ? 256 : 0;
+    std::size_t ws = checked ? kCheckFlagBytes : 0;
+    for (std::optional<RelayoutCopy>* c : {&lhs_copy_, &rhs_copy_}) {
+      if (!*c) continue;
+      (*c)->offset = ws;
+      ws += align256((*c)->bytes);
+    }
+    workspace_bytes = ws;
     operand_alignment = v.family == cuda::KernelFamily::kSimt ? 0 : 16;
     const auto& c = *kernel_->compiled;
     char jit[96];
     std::snprintf(jit, sizeof jit, " jit=%s %.1fms", origin_name(c.origin),
                   c.origin == cuda::CompiledKernel::Origin::kCompiled ? c.compile_ms : c.load_ms);
     variant = v.name() + " grid=" + std::to_string(grid_x_) + "x" + std::to_string(grid_y_) + jit;
+    if (lhs_copy_) variant += " +lhs-copy";
+    if (rhs_copy_) variant += " +rhs-copy";
   }
 
   Status execute(const ExecuteArgs& a) const override {
@@ -112,10 +164,12 @@ class CudaPlan final : public detail::BackendPlan {
         return invalid_argument("group_offset: out of range [0, " +
                                 std::to_string(params_.num_groups - params_.computed_groups) + "]");
     }
+    if (lhs_copy_) RAGDOT_RETURN_IF_ERROR(copy_operand(*lhs_copy_, a.lhs.data, a.workspace.data, stream, &k.lhs));
+    if (rhs_copy_) RAGDOT_RETURN_IF_ERROR(copy_operand(*rhs_copy_, a.rhs.data, a.workspace.data, stream, &k.rhs));
     cuda::OperandMaps maps;
     void* args[] = {&k, &maps.a, &maps.b};
     if (variant_.family == cuda::KernelFamily::kWgmma)
-      RAGDOT_RETURN_IF_ERROR(cuda::encode_operand_maps(variant_, problem_, a.lhs.data, a.rhs.data, maps));
+      RAGDOT_RETURN_IF_ERROR(cuda::encode_operand_maps(variant_, problem_, k.lhs, k.rhs, maps));
     RAGDOT_CU_RETURN_IF_ERROR(d->cuLaunchKernel(kernel_->gemm, unsigned(grid_x_), unsigned(grid_y_), 1,
                                                 unsigned(threads_), 1, 1, unsigned(smem_), stream, args, nullptr),
                               "launching the group GEMM kernel");
@@ -123,6 +177,23 @@ class CudaPlan final : public detail::BackendPlan {
   }
 
  private:
+  // Launches one operand's relayout into its workspace slot; *operand then points at the copy.
+  Status copy_operand(const RelayoutCopy& c, const void* src, void* workspace, CUstream stream,
+                      const void** operand) const {
+    RagdotRelayoutParams r = c.params;
+    r.src = src;
+    r.dst = static_cast<char*>(workspace) + c.offset;
+    *operand = r.dst;
+    if (r.elements == 0) return Status::ok();
+    const std::int64_t blocks = std::clamp<std::int64_t>(ceil_div(r.elements, kRelayoutThreads * 4), 1,
+                                                         std::int64_t(dev_.multiprocessors) * 16);
+    void* args[] = {&r};
+    RAGDOT_CU_RETURN_IF_ERROR(cuda::driver()->cuLaunchKernel(relayout_, unsigned(blocks), 1, 1, kRelayoutThreads, 1, 1,
+                                                             0, stream, args, nullptr),
+                              "launching the relayout copy");
+    return Status::ok();
+  }
+
   const Device& dev_;
   std::shared_ptr<const LoadedKernel> kernel_;
   core::GroupGemmProblem problem_;
@@ -132,6 +203,8 @@ class CudaPlan final : public detail::BackendPlan {
   int grid_x_, grid_y_, threads_;
   std::int64_t smem_;
   bool has_offset_;
+  std::optional<RelayoutCopy> lhs_copy_, rhs_copy_;
+  CUfunction relayout_ = nullptr;
 };
 
 class CudaBackend final : public Backend {
@@ -176,7 +249,14 @@ class CudaBackend final : public Backend {
     const std::int64_t resident = std::int64_t(per_sm) * dev->multiprocessors;
     const int grid_x = int(std::clamp<std::int64_t>(ceil_div(resident, outer), 1, std::max<std::int64_t>(max_tiles, 1)));
     const bool checked = r.options.checked || env::checked();
-    return std::unique_ptr<detail::BackendPlan>(new CudaPlan(p, *dev, v, std::move(k), checked, grid_x, smem));
+    RAGDOT_ASSIGN_OR_RETURN(std::optional<RelayoutCopy> lhs_copy, relayout_copy(p.lhs_relayout, p.lhs_dtype));
+    RAGDOT_ASSIGN_OR_RETURN(std::optional<RelayoutCopy> rhs_copy, relayout_copy(p.rhs_relayout, p.rhs_dtype));
+    CUfunction relayout = nullptr;
+    if (lhs_copy || rhs_copy) {
+      RAGDOT_ASSIGN_OR_RETURN(relayout, load_relayout_kernel(*dev));
+    }
+    return std::unique_ptr<detail::BackendPlan>(
+        new CudaPlan(p, *dev, v, std::move(k), checked, grid_x, smem, lhs_copy, rhs_copy, relayout));
   }
 };
 

@@ -205,7 +205,6 @@ std::string arch_for(const DeviceTraits& d) {
 }
 
 Result<KernelVariant> choose_variant(const core::GroupGemmProblem& p, const DeviceTraits& d) {
-  if (p.needs_relayout()) return unsupported("an operand needs a relayout copy (dims not expressible as strides)");
   if (!p.reduce.empty()) return unsupported("group sizes vary along a contracted dimension");
   if (int(p.outer.size()) > kMaxOuterRank) return unsupported("more than 6 batch-like dimensions");
   if (p.outer_count() > kMaxOuterCount) return unsupported("more than 65535 batch entries");
