@@ -27,6 +27,10 @@ class _NumPy:
         return np.asarray(values, dtype=np.int32).reshape(1)
 
     @staticmethod
+    def workspace(nbytes, like):
+        return np.empty(nbytes, np.uint8)  # not asked for: host plans keep their own workspace
+
+    @staticmethod
     def stream(like):
         return 0
 
@@ -52,6 +56,12 @@ class _Torch(_NumPy):
         import torch
 
         return torch.as_tensor(values, dtype=torch.int32, device=like.device).reshape(1)
+
+    @staticmethod
+    def workspace(nbytes, like):
+        import torch
+
+        return torch.empty(nbytes, dtype=torch.uint8, device=like.device)
 
     @staticmethod
     def stream(like):
@@ -82,6 +92,13 @@ class _CuPy(_Torch):
 
         with like.device:
             return cupy.asarray(values, dtype=cupy.int32).reshape(1)
+
+    @staticmethod
+    def workspace(nbytes, like):
+        import cupy
+
+        with like.device:
+            return cupy.empty(nbytes, cupy.uint8)
 
     @staticmethod
     def stream(like):

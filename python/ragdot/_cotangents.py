@@ -22,6 +22,7 @@ from typing import List, NamedTuple, Optional, Sequence, Tuple
 
 from ._dims import Dims
 from ._prefix import prefix_dims
+from ._reduce_dims import reduce_as_batch
 
 Label = Tuple
 
@@ -32,6 +33,9 @@ class CotangentOp(NamedTuple):
     a_perm: Optional[Tuple[int, ...]]  # transpose `a` first (None: as it is)
     dims: Dims
     out_perm: Tuple[int, ...]  # transpose of the op's output into the primal operand's layout
+    # Axes the framework sums (in float32) before out_perm: a mode-2 op's reduce dims run as batch
+    # dims (ragdot/_reduce_dims.py); empty for every other op.
+    sum_axes: Tuple[int, ...] = ()
 
 
 def _labels(dims: Dims, lhs_ndim: int, rhs_ndim: int):
@@ -82,7 +86,10 @@ def _op(a, a_labels, b, b_labels, batch, contract, ragged, group, target, want_p
                 (a_labels.index(ragged),), (b_labels.index(group),) if group else ())
     out = ([("G",)] if _mode(ragged, batch, contract) == 2 else []) + list(batch) + \
         _free(a_labels, batch, contract) + _free(b_labels, batch, contract, group)
-    return CotangentOp(a, b, a_perm, dims, tuple(out.index(l) for l in target))
+    op = CotangentOp(a, b, a_perm, dims, tuple(out.index(l) for l in target))
+    batched = reduce_as_batch(dims)
+    # summing the extra batch axes leaves the unbatched op's output, so out_perm stays
+    return op if batched is None else op._replace(dims=batched.dims, sum_axes=batched.sum_axes)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -108,3 +115,15 @@ def cotangent_ops(dims: Dims, lhs_ndim: int, rhs_ndim: int, gs_ndim: int) -> Tup
 
 def is_identity(perm: Optional[Sequence[int]]) -> bool:
     return perm is None or tuple(perm) == tuple(range(len(perm)))
+
+
+def narrow_cotangent(ct_itemsize: int, lhs_dtype, rhs_dtype) -> bool:
+    """Whether to round the output cotangent to the operands' dtype before the backward ragged dots.
+
+    True when both operands share one 2-byte float type and the cotangent is wider (float32, from
+    preferred_element_type=float32): the backward products then run on the same tensor-core
+    path as the forward, with float32 accumulation, as mixed-precision training does. Left wide,
+    each would be a float32 x bfloat16 product, which only the slow SIMT kernels take.
+    """
+    return lhs_dtype == rhs_dtype and getattr(lhs_dtype, "itemsize", 0) == 2 and ct_itemsize > 2
+

@@ -27,7 +27,18 @@ ConstBuffer buffer_of(const Array& a, MemorySpace space) {
   return {a.data(), a.nbytes(), space};
 }
 
+PlanTarget target_for(const std::string& backend, const Placement& where) {
+  return PlanTarget{backend.empty() ? std::optional<MemorySpace>(where.space) : std::nullopt, backend, where.device};
+}
+
 }  // namespace
+
+std::size_t workspace_bytes(const SpecArgs& spec_args, const OutArray& out, const std::string& backend) {
+  const RaggedDotSpec spec = value_or_raise(make_spec(spec_args));
+  const Placement where = placement_of(out, "out");
+  if (where.space != MemorySpace::kDevice) return 0;
+  return value_or_raise(cached_plan(spec, target_for(backend, where))).workspace_bytes();
+}
 
 void execute_arrays(const SpecArgs& spec_args, const ArrayCall& call, const std::string& backend,
                     std::uintptr_t stream) {
@@ -43,13 +54,16 @@ void execute_arrays(const SpecArgs& spec_args, const ArrayCall& call, const std:
   if (call.group_offset) check_same(placement_of(*call.group_offset, "group_offset"), "group_offset");
   if (spec.group_offset && !call.group_offset) throw nb::value_error("group_offset is missing");
 
-  PlanTarget target{backend.empty() ? std::optional<MemorySpace>(where.space) : std::nullopt, backend, where.device};
-  const Plan plan = value_or_raise(cached_plan(spec, target));
-  // Device plans need workspace only when checked (RAGDOT_CHECKED=1); the array API does not
-  // allocate device memory behind the caller's framework, so it refuses those.
-  if (plan.workspace_bytes() && where.space == MemorySpace::kDevice)
-    throw nb::type_error(("a checked GPU plan needs workspace, which the array API does not provide; use "
-                          "ragdot.jax or unset RAGDOT_CHECKED: " + plan.to_string()).c_str());
+  const Plan plan = value_or_raise(cached_plan(spec, target_for(backend, where)));
+  // Device workspace comes from the caller's framework (the module never allocates device memory
+  // behind it): ragdot's Python layer asks workspace_bytes first.
+  const std::size_t ws_bytes = plan.workspace_bytes();
+  if (ws_bytes && where.space == MemorySpace::kDevice) {
+    if (!call.workspace || call.workspace->nbytes() < ws_bytes)
+      throw nb::value_error(("this GPU plan needs " + std::to_string(ws_bytes) +
+                             " bytes of device workspace (see workspace_bytes): " + plan.to_string()).c_str());
+    check_same(placement_of(*call.workspace, "workspace"), "workspace");
+  }
   ExecuteArgs args;
   args.lhs = buffer_of(call.lhs, where.space);
   args.rhs = buffer_of(call.rhs, where.space);
@@ -57,7 +71,10 @@ void execute_arrays(const SpecArgs& spec_args, const ArrayCall& call, const std:
   if (spec.group_offset) args.group_offset = buffer_of(*call.group_offset, where.space);
   args.out = {call.out.data(), call.out.nbytes(), where.space};
   args.stream = reinterpret_cast<void*>(stream);
-  if (plan.workspace_bytes()) args.workspace = host_workspace(plan.workspace_bytes());
+  if (ws_bytes && where.space == MemorySpace::kDevice)
+    args.workspace = {call.workspace->data(), call.workspace->nbytes(), MemorySpace::kDevice};
+  else if (ws_bytes)
+    args.workspace = host_workspace(ws_bytes);
   Status status;
   {
     nb::gil_scoped_release release;

@@ -36,6 +36,7 @@ auto bind_operands(Binding binding) {
       .template Arg<ffi::AnyBuffer>()
       .template Arg<ffi::AnyBuffer>()
       .template Ret<ffi::AnyBuffer>()
+      .RemainingRets()  // the CUDA handler's workspace, when ragdot.jax adds one
       .template Attr<ffi::Span<const std::int64_t>>("dims")
       .template Attr<std::int64_t>("local_groups");
 }

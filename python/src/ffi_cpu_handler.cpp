@@ -10,7 +10,7 @@ namespace ragdot::python {
 namespace {
 
 ffi::Error ragged_dot_cpu(ffi::AnyBuffer lhs, ffi::AnyBuffer rhs, ffi::AnyBuffer group_sizes,
-                          ffi::AnyBuffer group_offset, ffi::Result<ffi::AnyBuffer> out,
+                          ffi::AnyBuffer group_offset, ffi::Result<ffi::AnyBuffer> out, ffi::RemainingRets,
                           ffi::Span<const std::int64_t> dims, std::int64_t local_groups) {
   const FfiOperands call{lhs, rhs, group_sizes, group_offset, *out};
   auto spec = spec_from_call(call, dims, local_groups);

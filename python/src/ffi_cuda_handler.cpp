@@ -1,8 +1,9 @@
 // The XLA FFI handler for the CUDA platform: runs the cuda backend on XLA's stream. The plan is
 // cached per signature and device, so an execution only fills a kernel's arguments and launches;
 // nothing is allocated and nothing waits for the host, which is what lets XLA capture the call in
-// a command buffer (CUDA graph). Only a checked plan (RAGDOT_CHECKED=1) needs workspace and syncs;
-// its workspace comes from XLA's scratch allocator.
+// a command buffer (CUDA graph). Workspace (an operand's relayout copy; a checked plan's verdict)
+// comes as an extra result buffer of the call, sized by ragdot.jax at trace time; only a checked
+// plan (RAGDOT_CHECKED=1) syncs with the host.
 #include <cuda_runtime_api.h>
 
 #include "ffi_call.hpp"
@@ -15,7 +16,7 @@ namespace {
 
 ffi::Error ragged_dot_cuda(cudaStream_t stream, std::int32_t device, ffi::ScratchAllocator scratch,
                            ffi::AnyBuffer lhs, ffi::AnyBuffer rhs, ffi::AnyBuffer group_sizes,
-                           ffi::AnyBuffer group_offset, ffi::Result<ffi::AnyBuffer> out,
+                           ffi::AnyBuffer group_offset, ffi::Result<ffi::AnyBuffer> out, ffi::RemainingRets extra,
                            ffi::Span<const std::int64_t> dims, std::int64_t local_groups) {
   const FfiOperands call{lhs, rhs, group_sizes, group_offset, *out};
   auto spec = spec_from_call(call, dims, local_groups);
@@ -25,9 +26,24 @@ ffi::Error ragged_dot_cuda(cudaStream_t stream, std::int32_t device, ffi::Scratc
   ExecuteArgs args = execute_args(call, *spec, MemorySpace::kDevice);
   args.stream = stream;
   if (const std::size_t bytes = plan->workspace_bytes()) {
-    auto memory = scratch.Allocate(bytes, 256);
-    if (!memory) return ffi::Error(ffi::ErrorCode::kResourceExhausted, "ragdot: no scratch memory for the workspace");
-    args.workspace = {*memory, bytes, MemorySpace::kDevice};
+    // The workspace result ragdot.jax sized at trace time; else XLA's scratch allocator (which
+    // has nothing to give inside a command buffer).
+    if (extra.size() > 0) {
+      auto ws = extra.get<ffi::AnyBuffer>(0);
+      if (!ws.has_value()) return ws.error();
+      if ((*ws)->size_bytes() < bytes)
+        return ffi::Error(ffi::ErrorCode::kInternal, "ragdot: the call's workspace result holds " +
+                                                         std::to_string((*ws)->size_bytes()) + " bytes, the plan needs " +
+                                                         std::to_string(bytes));
+      args.workspace = {(*ws)->untyped_data(), bytes, MemorySpace::kDevice};
+    } else {
+      auto memory = scratch.Allocate(bytes, 256);
+      if (!memory)
+        return ffi::Error(ffi::ErrorCode::kResourceExhausted,
+                          "ragdot: the plan needs " + std::to_string(bytes) +
+                              " bytes of workspace and the call has none (traced where the cuda backend was unavailable?)");
+      args.workspace = {*memory, bytes, MemorySpace::kDevice};
+    }
   }
   return to_ffi_error(plan->execute(args));
 }

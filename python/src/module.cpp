@@ -33,6 +33,17 @@ std::string plan_string(const SpecArgs& args, const std::string& backend, bool d
   return value_or_raise(cached_plan(value_or_raise(make_spec(args)), target)).to_string();
 }
 
+// Bytes of device workspace the FFI call's CUDA handler needs (an operand's relayout copy, a
+// checked plan's verdict): ragdot.jax adds a result buffer of this size to the custom call, so
+// XLA allocates it with the call's other buffers (also inside command buffers). 0 where the
+// cuda backend cannot plan the op here; the handler then reports why when it runs.
+std::size_t ffi_device_workspace_bytes(const SpecArgs& args) {
+  auto spec = make_spec(args);
+  if (!spec.ok()) return 0;
+  auto plan = cached_plan(*spec, PlanTarget{MemorySpace::kDevice, "cuda", 0});
+  return plan.ok() ? plan->workspace_bytes() : 0;
+}
+
 nb::list backends() {
   nb::list out;
   for (const BackendInfo& b : list_backends()) {
@@ -71,11 +82,13 @@ NB_MODULE(_ragdot, m) {
   m.def(
       "execute",
       [](const SpecArgs& spec, InArray lhs, InArray rhs, InArray group_sizes, std::optional<InArray> group_offset,
-         OutArray out, const std::string& backend, std::uintptr_t stream) {
-        execute_arrays(spec, ArrayCall{lhs, rhs, group_sizes, group_offset, out}, backend, stream);
+         OutArray out, const std::string& backend, std::uintptr_t stream, std::optional<OutArray> workspace) {
+        execute_arrays(spec, ArrayCall{lhs, rhs, group_sizes, group_offset, out, workspace}, backend, stream);
       },
       nb::arg("spec"), nb::arg("lhs"), nb::arg("rhs"), nb::arg("group_sizes"), nb::arg("group_offset").none(),
-      nb::arg("out"), nb::arg("backend") = "", nb::arg("stream") = 0);
+      nb::arg("out"), nb::arg("backend") = "", nb::arg("stream") = 0, nb::arg("workspace").none() = nb::none());
+  m.def("workspace_bytes", &workspace_bytes, nb::arg("spec"), nb::arg("out"), nb::arg("backend") = "");
+  m.def("ffi_device_workspace_bytes", &ffi_device_workspace_bytes, nb::arg("spec"));
   m.def("backends", &backends);
   m.def("plan_cache_size", &plan_cache_size);
   m.def("clear_plan_cache", &clear_plan_cache);

@@ -10,6 +10,9 @@ import pytest
 if os.environ.get("RAGDOT_TEST_GPU") != "1":
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
 else:
+    # several test processes share the GPU with PyTorch and CuPy: JAX takes memory as it goes
+    # rather than 75% of the device up front
+    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
     try:
         import jax
 

@@ -9,33 +9,7 @@ from jax.test_util import check_grads
 
 import ragdot.jax as rj
 from conftest import CASES, random_case
-
-
-def loss(fn, dims, gs, cot):
-    return lambda a, b: jnp.sum(fn(a, b, gs, dims) * cot)
-
-
-def linear_gradient(fn, operands, argnum, cot):
-    """d sum(fn(*operands) * cot) / d operands[argnum] from fn's forward values alone: fn is linear
-    in each operand, so entry i of the gradient is the loss at the i-th basis array. Used where
-    jax.lax has no gradient (mode 2: NotImplementedError in JAX)."""
-    x = operands[argnum]
-    basis = jnp.eye(x.size, dtype=x.dtype).reshape((x.size,) + x.shape)
-
-    def at(e):
-        args = list(operands)
-        args[argnum] = e
-        return jnp.sum(fn(*args) * cot)
-
-    return jax.jit(lambda: jax.lax.map(at, basis))().reshape(x.shape)
-
-
-def jax_gradients(lhs, rhs, gs, jdims, cot):
-    try:
-        return jax.grad(loss(lax.ragged_dot_general, jdims, gs, cot), argnums=(0, 1))(lhs, rhs)
-    except NotImplementedError:
-        fn = lambda a, b: lax.ragged_dot_general(a, b, gs, jdims)
-        return tuple(linear_gradient(fn, (lhs, rhs), i, cot) for i in (0, 1))
+from jax_reference import jax_gradients, loss
 
 
 @pytest.mark.parametrize("name", [c[0] for c in CASES])

@@ -8,6 +8,7 @@ import jax
 import jax.numpy as jnp
 
 from .._dims import RAGGED_DOT, normalize
+from .._reduce_dims import reduce_as_batch
 from .._signature import default_local_groups, dtype_name
 from ._autodiff import differentiable
 from ._call import Static, out_aval
@@ -35,7 +36,12 @@ def ragged_dot_general(lhs, rhs, group_sizes, ragged_dot_dimension_numbers, prec
     preferred = None if preferred_element_type is None else dtype_name(preferred_element_type)
     probe = Static(dims, preferred, lg)
     out_dtype = dtype_name(out_aval(probe, lhs, rhs, group_sizes).dtype)  # validates the signature
-    out = differentiable(Static(dims, out_dtype, lg))(lhs, rhs, group_sizes, offset)
+    batched = reduce_as_batch(dims)
+    if batched is None:
+        out = differentiable(Static(dims, out_dtype, lg))(lhs, rhs, group_sizes, offset)
+    else:  # group sizes vary along a contracting dim: a batched op, summed (ragdot/_reduce_dims.py)
+        out = differentiable(Static(batched.dims, "f32", lg))(lhs, rhs, group_sizes, offset)
+        out = jnp.sum(out, axis=batched.sum_axes).astype(out_aval(probe, lhs, rhs, group_sizes).dtype)
     return out if out_sharding is None else jax.lax.with_sharding_constraint(out, out_sharding)
 
 

@@ -7,7 +7,7 @@ import functools
 import jax
 import jax.numpy as jnp
 
-from .._cotangents import cotangent_ops, is_identity
+from .._cotangents import cotangent_ops, is_identity, narrow_cotangent
 from .._signature import dtype_name
 from ._call import Static, core
 
@@ -16,7 +16,11 @@ def _run(op, arrays, primal_dtype, static: Static, gs, offset):
     a, b = arrays[op.a], arrays[op.b]
     if not is_identity(op.a_perm):
         a = jnp.transpose(a, op.a_perm)
-    out = core(Static(op.dims, dtype_name(primal_dtype), static.local_groups))(a, b, gs, offset)
+    if op.sum_axes:
+        out = core(Static(op.dims, "f32", static.local_groups))(a, b, gs, offset)
+        out = jnp.sum(out, axis=op.sum_axes).astype(primal_dtype)
+    else:
+        out = core(Static(op.dims, dtype_name(primal_dtype), static.local_groups))(a, b, gs, offset)
     return out if is_identity(op.out_perm) else jnp.transpose(out, op.out_perm)
 
 
@@ -35,6 +39,8 @@ def differentiable(static: Static):
     def bwd(residuals, ct):
         lhs, rhs, gs, offset = residuals
         dlhs_op, drhs_op = cotangent_ops(static.dims, lhs.ndim, rhs.ndim, gs.ndim)
+        if narrow_cotangent(ct.dtype.itemsize, lhs.dtype, rhs.dtype):
+            ct = ct.astype(lhs.dtype)
         arrays = {"lhs": lhs, "rhs": rhs, "ct": ct}
         dlhs = _run(dlhs_op, arrays, lhs.dtype, static, gs, offset)
         drhs = _run(drhs_op, arrays, rhs.dtype, static, gs, offset)

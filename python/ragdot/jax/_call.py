@@ -8,6 +8,7 @@ from typing import NamedTuple
 import jax
 import numpy as np
 
+from .. import _native
 from .._dims import Dims
 from .._signature import describe, spec_args
 from . import _targets
@@ -19,18 +20,27 @@ class Static(NamedTuple):
     local_groups: int  # -1: no group offset
 
 
+def _spec(static: Static, lhs, rhs, group_sizes):
+    return spec_args(lhs.shape, lhs.dtype, rhs.shape, rhs.dtype, group_sizes.shape, group_sizes.dtype, static.dims,
+                     static.out_dtype, None if static.local_groups < 0 else static.local_groups)
+
+
 def out_aval(static: Static, lhs, rhs, group_sizes) -> jax.ShapeDtypeStruct:
     """The output's shape and dtype; raises ValueError/TypeError with the library's message."""
-    spec = spec_args(lhs.shape, lhs.dtype, rhs.shape, rhs.dtype, group_sizes.shape, group_sizes.dtype, static.dims,
-                     static.out_dtype, None if static.local_groups < 0 else static.local_groups)
-    shape, dtype, _ = describe(spec)
+    shape, dtype, _ = describe(_spec(static, lhs, rhs, group_sizes))
     return jax.ShapeDtypeStruct(shape, {"f32": np.float32, "f16": np.float16, "bf16": jax.numpy.bfloat16}[dtype])
 
 
 def _ffi(static: Static, lhs, rhs, group_sizes, group_offset):
-    call = jax.ffi.ffi_call(_targets.register(), out_aval(static, lhs, rhs, group_sizes))
-    return call(lhs, rhs, group_sizes, group_offset, dims=static.dims.encode(),
-                local_groups=np.int64(static.local_groups))
+    out = out_aval(static, lhs, rhs, group_sizes)
+    # A GPU plan that copies an operand first gets its workspace as a second result, which XLA
+    # allocates with the call's other buffers (the CPU handler ignores it).
+    ws_bytes = _native.ffi_device_workspace_bytes(_spec(static, lhs, rhs, group_sizes))
+    results = (out, jax.ShapeDtypeStruct((ws_bytes,), np.uint8)) if ws_bytes else out
+    call = jax.ffi.ffi_call(_targets.register(), results)
+    got = call(lhs, rhs, group_sizes, group_offset, dims=static.dims.encode(),
+               local_groups=np.int64(static.local_groups))
+    return got[0] if ws_bytes else got
 
 
 @functools.lru_cache(maxsize=None)

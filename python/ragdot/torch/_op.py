@@ -6,7 +6,7 @@ from typing import List, Optional
 
 import torch
 
-from .._cotangents import cotangent_ops, is_identity
+from .._cotangents import cotangent_ops, is_identity, narrow_cotangent
 from .._dims import Dims
 from .._eager import ragged_dot_general as _eager_ragged_dot_general
 from .._signature import describe, spec_args
@@ -43,14 +43,20 @@ def _run(op, arrays, dtype, gs, offset, local_groups):
     a, b = arrays[op.a], arrays[op.b]
     if not is_identity(op.a_perm):
         a = a.permute(op.a_perm)
-    out = ragged_dot_general(a.contiguous(), b.contiguous(), gs, offset, [int(v) for v in op.dims.encode()], dtype,
-                             local_groups)
+    if op.sum_axes:
+        out = ragged_dot_general(a.contiguous(), b.contiguous(), gs, offset, [int(v) for v in op.dims.encode()],
+                                 torch.float32, local_groups).sum(dim=op.sum_axes).to(dtype)
+    else:
+        out = ragged_dot_general(a.contiguous(), b.contiguous(), gs, offset, [int(v) for v in op.dims.encode()],
+                                 dtype, local_groups)
     return out if is_identity(op.out_perm) else out.permute(op.out_perm)
 
 
 def _backward(ctx, grad):
     lhs, rhs, gs, offset = ctx.saved_tensors
     dlhs_op, drhs_op = cotangent_ops(ctx.dims, lhs.dim(), rhs.dim(), gs.dim())
+    if narrow_cotangent(grad.element_size(), lhs.dtype, rhs.dtype):
+        grad = grad.to(lhs.dtype)
     arrays = {"lhs": lhs, "rhs": rhs, "ct": grad}
     dlhs = _run(dlhs_op, arrays, lhs.dtype, gs, offset, ctx.local_groups) if ctx.needs_input_grad[0] else None
     drhs = _run(drhs_op, arrays, rhs.dtype, gs, offset, ctx.local_groups) if ctx.needs_input_grad[1] else None
