@@ -249,6 +249,23 @@ TEST(CliProgram, BenchRefusesAnUnwritableOutputBeforeMeasuring) {
   EXPECT_FALSE(contains(r.err, "[1/")) << "nothing was measured";
 }
 
+TEST(CliProgram, LayerRunsForwardAndBackwardBesideThePaddedBaselines) {
+  const auto r = ragdot({"layer", "--model", "deepseek-v3", "--tokens", "64", "--shrink", "32", "--reps", "1",
+                         "--capacity-factor", "1.0"});
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  EXPECT_TRUE(contains(r.out, "MoE layer deepseek-v3 / 32: 64 tokens, hidden 224, ffn 64, 256 experts, top-8, 1 shared"))
+      << r.out;
+  EXPECT_TRUE(contains(r.out, "check against the dropless baseline")) << r.out;
+  EXPECT_TRUE(contains(r.out, ": ok")) << r.out;
+  EXPECT_TRUE(contains(r.out, "ragdot (cpu)")) << r.out;
+  EXPECT_TRUE(contains(r.out, "padded, dropless")) << r.out;
+  EXPECT_TRUE(contains(r.out, "padded, capacity factor 1.00")) << r.out;
+  // 512 pairs over 256 experts at capacity 2 per expert: a seeded router always overflows some
+  EXPECT_FALSE(contains(r.out, "padded, capacity factor 1.00            0 of 512")) << r.out;
+  const auto bad = ragdot({"layer", "--backend", "cuda"});
+  EXPECT_EQ(bad.exit_code, 2) << bad.out;
+}
+
 TEST(CliProgram, PlanPrintsTheOpAndOneLinePlan) {
   const auto r = ragdot({"plan", "--mode", "2", "--m", "64", "--k", "128", "--n", "32", "--groups", "4", "--dtype",
                          "f32", "--backend", "cpu"});

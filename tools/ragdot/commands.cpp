@@ -14,6 +14,8 @@ const std::vector<Command>& commands() {
   static const std::vector<Command> list = {
       {"run", "run one MoE layer's ragged dots on the best backend here, check them, compare with padding",
        command_run},
+      {"layer", "run one whole MoE layer (router to combine), forward and backward, beside padding",
+       command_layer},
       {"verify", "check backends against the float64 reference on a matrix of random and edge cases",
        command_verify},
       {"bench", "compare backends side by side on the model presets; JSON and PNG output", command_bench},

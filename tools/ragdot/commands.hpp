@@ -9,6 +9,7 @@ namespace ragdot::cli {
 // Each command takes the words after its name and returns the process exit code. Bad options
 // throw UsageError; everything the library reports comes back as a message and exit code 1.
 int command_run(const std::vector<std::string>& args);
+int command_layer(const std::vector<std::string>& args);
 int command_verify(const std::vector<std::string>& args);
 int command_bench(const std::vector<std::string>& args);
 int command_plan(const std::vector<std::string>& args);

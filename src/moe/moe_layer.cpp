@@ -1,0 +1,246 @@
+// MoeLayer: router -> stable sort of the (token, slot) pairs by expert -> gather -> expert FFN
+// (ExpertFfn, ragged dots) -> weighted combine, plus the shared experts on every token.
+// Backward runs the same steps in reverse; the router's gradient comes from the gradients of the
+// combine weights (and of Llama-4's input scale).
+#include "ragdot/moe.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "moe/expert_ffn.hpp"
+#include "moe/permutation.hpp"
+#include "moe/router.hpp"
+
+namespace ragdot::moe {
+
+using workloads::RouterKind;
+
+Result<MoeConfig> preset_config(std::string_view preset, std::int64_t shrink) {
+  RAGDOT_ASSIGN_OR_RETURN(workloads::MoePreset p, workloads::find_preset(preset));
+  if (shrink < 1 || p.hidden % shrink != 0 || p.expert_ffn % shrink != 0)
+    return invalid_argument("shrink must be >= 1 and divide hidden " + std::to_string(p.hidden) + " and ffn " +
+                            std::to_string(p.expert_ffn) + " (got " + std::to_string(shrink) + ")");
+  MoeConfig c;
+  c.hidden = p.hidden / shrink;
+  c.ffn = p.expert_ffn / shrink;
+  c.experts = p.experts;
+  c.top_k = p.top_k;
+  c.shared_experts = p.shared_experts;
+  c.router = p.router;
+  c.routed_scaling = p.router == RouterKind::kDeepSeekV3 ? 2.5 : 1.0;
+  return c;
+}
+
+struct MoeLayer::State {
+  MoeConfig c;
+  std::int64_t tokens = 0;
+  ExpertFfn routed, shared;
+  bool has_shared = false;
+  MoeRouting routing;
+  Permutation perm;
+  std::vector<std::int64_t> shared_gs;
+  // activations of the last forward
+  std::vector<float> logits, rows, up, act, out;        // routed: [T,E], [M,H], [M,2F], [M,F], [M,H]
+  std::vector<float> s_up, s_act, s_out;                // per shared expert: [T,2F], [T,F], [T,H]
+  bool forwarded = false;
+  // backward scratch
+  std::vector<float> d_rows_out, d_act, d_up, d_rows_in, d_logits, d_weights, d_scale;
+
+  State(ExpertFfn r, ExpertFfn s) : routed(std::move(r)), shared(std::move(s)) {}
+};
+
+MoeLayer::MoeLayer(std::unique_ptr<State> s) : s_(std::move(s)) {}
+MoeLayer::MoeLayer(MoeLayer&&) noexcept = default;
+MoeLayer& MoeLayer::operator=(MoeLayer&&) noexcept = default;
+MoeLayer::~MoeLayer() = default;
+
+Result<MoeLayer> MoeLayer::create(const MoeConfig& c, std::int64_t tokens, const PlanOptions& options) {
+  if (c.hidden < 1 || c.ffn < 1 || c.experts < 1 || c.top_k < 1 || c.top_k > c.experts || c.shared_experts < 0)
+    return invalid_argument("MoE config: hidden, ffn, experts >= 1, 1 <= top_k <= experts, shared_experts >= 0");
+  if (c.router == RouterKind::kLlama4 && c.top_k != 1)
+    return invalid_argument("the Llama-4 router scales the input by its top-1 score: top_k must be 1");
+  if (tokens < 1) return invalid_argument("MoE layer: tokens must be >= 1 (got " + std::to_string(tokens) + ")");
+  const std::int64_t m = tokens * c.top_k;
+  RAGDOT_ASSIGN_OR_RETURN(ExpertFfn routed, ExpertFfn::create(m, c.experts, c.hidden, c.ffn, options));
+  // one shared expert at a time: one group holding every token
+  RAGDOT_ASSIGN_OR_RETURN(ExpertFfn shared, ExpertFfn::create(tokens, 1, c.hidden, c.ffn, options));
+  auto s = std::make_unique<State>(std::move(routed), std::move(shared));
+  s->c = c;
+  s->tokens = tokens;
+  s->has_shared = c.shared_experts > 0;
+  s->shared_gs = {tokens};
+  const std::int64_t h = c.hidden, f = c.ffn;
+  s->logits.resize(std::size_t(tokens * c.experts));
+  s->rows.resize(std::size_t(m * h));
+  s->up.resize(std::size_t(m * 2 * f));
+  s->act.resize(std::size_t(m * f));
+  s->out.resize(std::size_t(m * h));
+  const std::size_t sh = std::size_t(c.shared_experts);
+  s->s_up.resize(sh * std::size_t(tokens * 2 * f));
+  s->s_act.resize(sh * std::size_t(tokens * f));
+  s->s_out.resize(std::size_t(tokens * h));
+  s->routing.experts.resize(std::size_t(m));
+  s->routing.weights.resize(std::size_t(m));
+  s->routing.input_scale.resize(std::size_t(tokens));
+  return MoeLayer(std::move(s));
+}
+
+const MoeConfig& MoeLayer::config() const { return s_->c; }
+std::int64_t MoeLayer::tokens() const { return s_->tokens; }
+const MoeRouting& MoeLayer::routing() const { return s_->routing; }
+
+std::string MoeLayer::describe() const {
+  std::string d = "routed experts (" + std::to_string(s_->c.experts) + " groups):\n" + s_->routed.describe();
+  if (s_->has_shared) d += "shared experts (x" + std::to_string(s_->c.shared_experts) + "):\n" + s_->shared.describe();
+  return d;
+}
+
+namespace {
+
+Status check_params(const MoeConfig& c, const MoeParams& p) {
+  if (!p.router || !p.w_up || !p.w_down) return invalid_argument("MoE params: router, w_up and w_down are required");
+  if (c.shared_experts > 0 && (!p.shared_up || !p.shared_down))
+    return invalid_argument("MoE params: this config has shared experts: shared_up and shared_down are required");
+  return Status::ok();
+}
+
+// out[T, N] (+)= a[T, K] * b[K, N], f32, rows in parallel (the router's small products).
+void matmul(const float* a, const float* b, std::int64_t t, std::int64_t k, std::int64_t n, float* out) {
+#pragma omp parallel for schedule(static)
+  for (std::int64_t i = 0; i < t; ++i) {
+    float* o = out + i * n;
+    std::fill(o, o + n, 0.0f);
+    for (std::int64_t j = 0; j < k; ++j) {
+      const float x = a[i * k + j];
+      const float* row = b + j * n;
+      for (std::int64_t c = 0; c < n; ++c) o[c] += x * row[c];
+    }
+  }
+}
+
+}  // namespace
+
+Status MoeLayer::forward(const float* x, const MoeParams& p, float* y) {
+  State& s = *s_;
+  const MoeConfig& c = s.c;
+  if (!x || !y) return invalid_argument("MoE forward: x and y are required");
+  RAGDOT_RETURN_IF_ERROR(check_params(c, p));
+  const std::int64_t t = s.tokens, h = c.hidden, f = c.ffn, e = c.experts, k = c.top_k;
+  matmul(x, p.router, t, h, e, s.logits.data());
+  for (std::int64_t i = 0; i < t; ++i) {
+    route_token(c.router, s.logits.data() + i * e, p.router_bias, e, k, c.routed_scaling,
+                {s.routing.experts.data() + i * k, s.routing.weights.data() + i * k, s.routing.input_scale.data() + i});
+  }
+  sort_by_expert(s.routing.experts.data(), t * k, e, s.perm);
+  s.routing.group_sizes = s.perm.group_sizes;
+  const bool scaled = c.router == RouterKind::kLlama4;
+  gather_rows(s.perm, x, scaled ? s.routing.input_scale.data() : nullptr, k, h, s.rows.data());
+  RAGDOT_RETURN_IF_ERROR(
+      s.routed.forward(s.rows.data(), p.w_up, p.w_down, s.perm.group_sizes.data(), s.up.data(), s.act.data(), s.out.data(),
+                                         &s.routing.dropped_pairs));
+  combine_rows(s.perm, s.out.data(), s.routing.weights.data(), t, k, h, false, y);
+  for (std::int64_t j = 0; j < c.shared_experts; ++j) {
+    float* up = s.s_up.data() + j * t * 2 * f;
+    float* act = s.s_act.data() + j * t * f;
+    RAGDOT_RETURN_IF_ERROR(s.shared.forward(x, p.shared_up + j * h * 2 * f, p.shared_down + j * f * h,
+                                            s.shared_gs.data(), up, act, s.s_out.data()));
+    for (std::int64_t i = 0; i < t * h; ++i) y[i] += s.s_out[i];
+  }
+  s.forwarded = true;
+  return Status::ok();
+}
+
+Status MoeLayer::backward(const float* x, const MoeParams& p, const float* dy, const MoeGrads& g) {
+  State& s = *s_;
+  const MoeConfig& c = s.c;
+  if (!s.forwarded) return invalid_argument("MoE backward: run forward first");
+  if (!x || !dy || !g.d_x) return invalid_argument("MoE backward: x, dy and grads.d_x are required");
+  RAGDOT_RETURN_IF_ERROR(check_params(c, p));
+  const std::int64_t t = s.tokens, h = c.hidden, f = c.ffn, e = c.experts, k = c.top_k, m = t * k;
+  s.d_rows_out.resize(std::size_t(m * h));
+  s.d_act.resize(std::size_t(m * f));
+  s.d_up.resize(std::size_t(m * 2 * f));
+  s.d_rows_in.resize(std::size_t(m * h));
+  s.d_weights.resize(std::size_t(m));
+  s.d_scale.assign(std::size_t(t), 0.0f);
+  s.d_logits.resize(std::size_t(t * e));
+
+  // combine: y[t] = sum_j w[t,j] out[row(t,j)]  ->  d_out[row] = w dy[t], d_w = dy[t] . out[row]
+#pragma omp parallel for schedule(static)
+  for (std::int64_t i = 0; i < m; ++i) {
+    const std::int64_t r = s.perm.row_of[i];
+    const float* d = dy + (i / k) * h;
+    const float* o = s.out.data() + r * h;
+    float* dr = s.d_rows_out.data() + r * h;
+    const float w = s.routing.weights[i];
+    double dot = 0;
+    for (std::int64_t col = 0; col < h; ++col) {
+      dr[col] = w * d[col];
+      dot += double(d[col]) * o[col];
+    }
+    s.d_weights[i] = float(dot);
+  }
+  RAGDOT_RETURN_IF_ERROR(s.routed.backward(s.rows.data(), s.up.data(), s.act.data(), p.w_up, p.w_down,
+                                           s.perm.group_sizes.data(), s.d_rows_out.data(), s.d_act.data(),
+                                           s.d_up.data(), s.d_rows_in.data(), g.d_w_up, g.d_w_down));
+  // gather: rows[r] = scale[t] x[t]  ->  d_x[t] += scale[t] d_rows[r], d_scale[t] += d_rows[r] . x[t]
+  const bool scaled = c.router == RouterKind::kLlama4;
+#pragma omp parallel for schedule(static)
+  for (std::int64_t i = 0; i < t; ++i) {
+    float* dx = g.d_x + i * h;
+    std::fill(dx, dx + h, 0.0f);
+    double dscale = 0;
+    for (std::int64_t j = 0; j < k; ++j) {
+      const float* dr = s.d_rows_in.data() + s.perm.row_of[i * k + j] * h;
+      const float sc = scaled ? s.routing.input_scale[i] : 1.0f;
+      for (std::int64_t col = 0; col < h; ++col) {
+        dx[col] += sc * dr[col];
+        dscale += double(dr[col]) * x[i * h + col];
+      }
+    }
+    s.d_scale[i] = float(dscale);
+  }
+  // router: logits = x Wr  ->  d_x += d_logits Wr^T, d_Wr = x^T d_logits
+  for (std::int64_t i = 0; i < t; ++i) {
+    route_token_backward(c.router, s.logits.data() + i * e, e, k, c.routed_scaling, s.routing.experts.data() + i * k,
+                         s.d_weights.data() + i * k, s.d_scale[i], s.d_logits.data() + i * e);
+  }
+#pragma omp parallel for schedule(static)
+  for (std::int64_t i = 0; i < t; ++i) {
+    const float* dz = s.d_logits.data() + i * e;
+    float* dx = g.d_x + i * h;
+    for (std::int64_t col = 0; col < h; ++col) {
+      const float* wr = p.router + col * e;
+      float acc = 0;
+      for (std::int64_t j = 0; j < e; ++j) acc += dz[j] * wr[j];
+      dx[col] += acc;
+    }
+  }
+  if (g.d_router) {
+#pragma omp parallel for schedule(static)
+    for (std::int64_t col = 0; col < h; ++col) {
+      float* out = g.d_router + col * e;
+      std::fill(out, out + e, 0.0f);
+      for (std::int64_t i = 0; i < t; ++i) {
+        const float xv = x[i * h + col];
+        const float* dz = s.d_logits.data() + i * e;
+        for (std::int64_t j = 0; j < e; ++j) out[j] += xv * dz[j];
+      }
+    }
+  }
+  // shared experts: y += FFN_j(x) -> d_x += d_in_j
+  if (c.shared_experts > 0) {
+    std::vector<float> d_act(std::size_t(t * f)), d_up(std::size_t(t * 2 * f)), d_in(std::size_t(t * h));
+    for (std::int64_t j = 0; j < c.shared_experts; ++j) {
+      RAGDOT_RETURN_IF_ERROR(s.shared.backward(
+          x, s.s_up.data() + j * t * 2 * f, s.s_act.data() + j * t * f, p.shared_up + j * h * 2 * f,
+          p.shared_down + j * f * h, s.shared_gs.data(), dy, d_act.data(), d_up.data(), d_in.data(),
+          g.d_shared_up ? g.d_shared_up + j * h * 2 * f : nullptr,
+          g.d_shared_down ? g.d_shared_down + j * f * h : nullptr));
+      for (std::int64_t i = 0; i < t * h; ++i) g.d_x[i] += d_in[i];
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace ragdot::moe
