@@ -5,6 +5,7 @@
 #pragma once
 
 #include "ragdot/dtype.hpp"
+#include "ragdot/moe.hpp"
 #include "ragdot/op.hpp"
 #include "ragdot/plan.hpp"
 #include "ragdot/status.hpp"
