@@ -26,6 +26,12 @@ class _NumPy:
     def int32(values, like):
         return np.asarray(values, dtype=np.int32).reshape(1)
 
+    @classmethod
+    def sum_as(cls, x, axes, dtype_name):
+        """x summed over `axes`, in the dtype ragdot calls dtype_name."""
+        out = cls.empty((), dtype_name, x)
+        return x.sum(axis=tuple(axes)).astype(out.dtype)
+
     @staticmethod
     def workspace(nbytes, like):
         return np.empty(nbytes, np.uint8)  # not asked for: host plans keep their own workspace
@@ -57,6 +63,10 @@ class _Torch(_NumPy):
 
         return torch.as_tensor(values, dtype=torch.int32, device=like.device).reshape(1)
 
+    @classmethod
+    def sum_as(cls, x, axes, dtype_name):
+        return x.sum(dim=tuple(axes)).to(cls.empty((), dtype_name, x).dtype)
+
     @staticmethod
     def workspace(nbytes, like):
         import torch
@@ -71,6 +81,8 @@ class _Torch(_NumPy):
 
 
 class _CuPy(_Torch):
+    sum_as = _NumPy.sum_as  # the NumPy spelling (axis=, astype)
+
     @staticmethod
     def adopt(x):
         import cupy

@@ -8,6 +8,7 @@ from typing import Optional
 from . import _native
 from ._array_frameworks import framework_of
 from ._dims import RAGGED_DOT, normalize
+from ._reduce_dims import reduce_as_batch
 from ._signature import default_local_groups, describe, spec_args
 
 
@@ -32,6 +33,13 @@ def ragged_dot_general(lhs, rhs, group_sizes, ragged_dot_dimension_numbers, prec
     spec = spec_args(lhs.shape, lhs.dtype, rhs.shape, rhs.dtype, group_sizes.shape, group_sizes.dtype, dims,
                      preferred_element_type, local_groups if group_offset is not None else None)
     out_shape, out_dtype, _ = describe(spec)
+    batched = reduce_as_batch(dims)
+    if batched is not None:
+        # group sizes vary along a contracting dim: the batched op in float32, then the sum
+        # (_reduce_dims.py), which every backend takes (the cuda backend declines the direct form)
+        wide = ragged_dot_general(lhs, rhs, group_sizes, batched.dims, None, "float32", group_offset,
+                                  local_groups=local_groups, backend=backend)
+        return fw.sum_as(wide, batched.sum_axes, out_dtype)
     out = fw.empty(out_shape, out_dtype, lhs)
     # GPU plans may need workspace (an operand's relayout copy); it comes from the arrays' framework
     ws_bytes = _native.workspace_bytes(spec, fw.buffer(out), backend or "")
