@@ -3,6 +3,7 @@
 // JIT cache publishes, rejects and survives entries as it promises.
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -323,6 +324,57 @@ TEST(KernelCache, ReadOnlyCacheDirStillCompiles) {
   auto k = cache.get(small_source() + "// readonly\n", "k.cu", kArch);
   ASSERT_TRUE(k.ok()) << k.status().message();
   EXPECT_EQ(cache.stats().write_failures, failures + 1);
+}
+
+TEST(KernelCache, ProcessesCompilingTheSameKernelAtOnceAllGetIt) {
+  CacheDir dir;
+  auto& cache = KernelCache::instance();
+  const std::string src = small_source() + "// concurrent\n";
+  cache.clear_memory();
+  const fs::path go = dir.path() / "go";
+  fs::create_directories(dir.path());
+  constexpr int kProcesses = 4;
+  std::vector<pid_t> children;
+  for (int i = 0; i < kProcesses; ++i) {
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {  // wait for the start signal so that the compiles overlap, then compile
+      while (!fs::exists(go)) ::usleep(1000);
+      auto k = KernelCache::instance().get(src, "k.cu", kArch);
+      ::_exit(k.ok() && !(*k)->cubin.empty() && std::string((*k)->cubin.data() + 1, 3) == "ELF" ? 0 : 1);
+    }
+    children.push_back(pid);
+  }
+  std::ofstream(go) << "go";
+  for (pid_t pid : children) {
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "a compiling process failed";
+  }
+  // one valid entry, no temporary files left, and this process reads it from disk
+  auto k = cache.get(src, "k.cu", kArch);
+  ASSERT_TRUE(k.ok()) << k.status().message();
+  EXPECT_EQ((*k)->origin, CompiledKernel::Origin::kDisk);
+  for (const auto& e : fs::directory_iterator(dir.path() / "kernels"))
+    EXPECT_EQ(e.path().string().find(".tmp."), std::string::npos) << "temporary file left behind: " << e.path();
+}
+
+TEST(KernelCache, AnEntryUnderAnotherKeyIsNotTrusted) {
+  // An entry written for another key (another source, arch or NVRTC version: all are in the key)
+  // that ends up at this key's path is rejected by the key stored inside it, and recompiled.
+  CacheDir dir;
+  auto& cache = KernelCache::instance();
+  const std::string a = small_source() + "// key a\n", b = small_source() + "// key b\n";
+  auto ka = cache.get(a, "k.cu", kArch);
+  ASSERT_TRUE(ka.ok()) << ka.status().message();
+  const std::string key_b = KernelCache::key_for(b, kArch);
+  fs::copy_file(cache.entry_path((*ka)->key), cache.entry_path(key_b));
+  cache.clear_memory();
+  const int rejected = cache.stats().rejected_entries;
+  auto kb = cache.get(b, "k.cu", kArch);
+  ASSERT_TRUE(kb.ok()) << kb.status().message();
+  EXPECT_EQ((*kb)->origin, CompiledKernel::Origin::kCompiled);
+  EXPECT_EQ(cache.stats().rejected_entries, rejected + 1);
 }
 
 TEST(KernelCache, KeyCoversSourceArchAndHeaders) {
