@@ -33,6 +33,9 @@ GemmDriver::GemmDriver(const kernels::IsaKernels* isa, DType a_dtype, DType b_dt
   // Rows per unit: whole groups up to a cap, so B panels are packed once per group where possible.
   const std::int64_t cap = 512;
   blk_.m_chunk = kernels::round_up(std::clamp<std::int64_t>(typical_m, isa->mr, cap), isa->mr);
+  // f32 rows 4 KiB apart are packed strip by strip (12 such rows share one L1 set); without the
+  // cache each strip is packed again for every column panel of the unit's rows
+  blk_.cache_packed_a = isa->a_elem_bytes == 4 && blk_.kc >= blk_.max_k && (blk_.max_k * 4) % 4096 == 0;
 }
 
 std::size_t GemmDriver::panel_bytes() const { return align_up(std::size_t(blk_.kc * blk_.nb * isa_->b_elem_bytes)); }
@@ -48,8 +51,13 @@ std::size_t GemmDriver::cblock_bytes() const {
   return align_up(std::size_t(rows * blk_.nb * 4));
 }
 
+std::size_t GemmDriver::packed_a_bytes() const {
+  return blk_.cache_packed_a ? std::size_t(blk_.m_chunk / isa_->mr) * strip_bytes() : 0;
+}
+
 std::size_t GemmDriver::per_thread_bytes() const {
-  return 2 * panel_bytes() + strip_bytes() + cblock_bytes();  // two panels: one in use, one being packed
+  // two panels: one in use, one being packed
+  return 2 * panel_bytes() + strip_bytes() + cblock_bytes() + packed_a_bytes();
 }
 
 std::size_t GemmDriver::scratch_bytes(std::int64_t max_tasks) const {
@@ -116,6 +124,11 @@ void GemmDriver::run(const GemmTask* tasks, std::int64_t count, void* scratch) c
     void* panels[2] = {mine, mine + panel_bytes()};
     void* strip = mine + 2 * panel_bytes();
     float* cblock = reinterpret_cast<float*>(static_cast<char*>(strip) + strip_bytes());
+    char* packed_a = reinterpret_cast<char*>(cblock) + cblock_bytes();
+    // what packed_a holds: the strips of rows [m0, m1) of one task, packed with these strides
+    const GemmTask* cached_task = nullptr;
+    std::int64_t cached_m0 = -1;
+    kernels::StripStrides cached_strides{0, 0};
     isa.thread_begin();
     std::int64_t u = next.fetch_add(1, std::memory_order_relaxed);
     int cur = 0;
@@ -161,6 +174,9 @@ void GemmDriver::run(const GemmTask* tasks, std::int64_t count, void* scratch) c
         const std::int64_t k0 = kb * kc, klen = std::min(kc, task.k - k0);
         const bool direct = isa.a_direct({task.a, task.a_rs, task.a_cs, a_dtype_}, klen);
         const bool split = kblocks > 1;
+        const bool use_cache = blk_.cache_packed_a && kblocks == 1;
+        const bool cache_hit = use_cache && cached_task == &task && cached_m0 == x.m0;
+        if (use_cache && !cache_hit) cached_task = nullptr;  // being refilled below
         std::int64_t s = 0;
         for (std::int64_t r0 = x.m0; r0 < x.m1; r0 += isa.mr, ++s) {
           const std::int64_t rows = std::min<std::int64_t>(isa.mr, x.m1 - r0);
@@ -168,10 +184,12 @@ void GemmDriver::run(const GemmTask* tasks, std::int64_t count, void* scratch) c
           const void* a = arow;
           std::int64_t ars = task.a_rs, acs = task.a_cs;
           if (!(direct && (rows == isa.mr || r0 + isa.mr <= task.a_rows_readable))) {
-            const kernels::StripStrides packed = isa.pack_a({arow, task.a_rs, task.a_cs, a_dtype_}, rows, klen, strip);
+            void* dst = use_cache ? packed_a + std::size_t(s) * strip_bytes() : strip;
+            if (!cache_hit) cached_strides = isa.pack_a({arow, task.a_rs, task.a_cs, a_dtype_}, rows, klen, dst);
+            const kernels::StripStrides packed = cached_strides;
             ars = packed.row;
             acs = packed.col;
-            a = strip;
+            a = dst;
           }
           if (pending) {  // this strip's share of the next panel, in whole packing steps
             const std::int64_t steps = pending->end / isa.k_step;
@@ -184,6 +202,10 @@ void GemmDriver::run(const GemmTask* tasks, std::int64_t count, void* scratch) c
                                      c_dtype_};
             isa.store(c, npad, rows, x.ncols, o);
           }
+        }
+        if (use_cache) {
+          cached_task = &task;
+          cached_m0 = x.m0;
         }
         if (pending) {
           pending->limit = pending->end;

@@ -32,6 +32,10 @@ struct GemmBlocking {
   std::int64_t m_chunk = 0;   // rows per unit (multiple of the kernel's mr)
   std::int64_t max_k = 0;     // largest k of any task
   int threads = 1;
+  // Keep the packed A strips of a whole unit per thread, so that the thread's next units on the
+  // same rows (other column panels) reuse them instead of packing again. On for the f32 kernels
+  // with one k block and a k of whole 4 KiB rows, where A cannot be read in place.
+  bool cache_packed_a = false;
 };
 
 class GemmDriver {
@@ -52,6 +56,7 @@ class GemmDriver {
   std::size_t panel_bytes() const;
   std::size_t strip_bytes() const;
   std::size_t cblock_bytes() const;
+  std::size_t packed_a_bytes() const;  // one unit's packed strips, when cache_packed_a
 
   const kernels::IsaKernels* isa_ = nullptr;
   DType a_dtype_ = DType::kF32, b_dtype_ = DType::kF32, c_dtype_ = DType::kF32;
