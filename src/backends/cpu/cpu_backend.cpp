@@ -108,6 +108,8 @@ class CpuPlan final : public detail::BackendPlan {
     if (p_.has_group_offset) {
       RAGDOT_RETURN_IF_ERROR(core::read_group_offset(a.group_offset.data, p_.computed_groups, p_.num_groups, offset));
     }
+    // An empty output has nothing to write (and its buffer may be null).
+    if (p_.out_elements == 0) return Status::ok();
     // 2. copies into canonical layouts
     const char* lhs = static_cast<const char*>(a.lhs.data);
     const char* rhs = static_cast<const char*>(a.rhs.data);

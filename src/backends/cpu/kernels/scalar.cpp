@@ -108,6 +108,7 @@ void store(const float* c, std::int64_t ldc, std::int64_t rows, std::int64_t col
 }
 
 void zero(std::int64_t rows, std::int64_t cols, OutView out) {
+  if (rows <= 0 || cols <= 0) return;  // an empty block: out.data may be null
   const std::size_t es = dtype_size(out.dtype);
   for (std::int64_t r = 0; r < rows; ++r) {
     char* row = static_cast<char*>(out.data) + r * out.row_stride * std::int64_t(es);
