@@ -26,6 +26,10 @@ class _NumPy:
     def int32(values, like):
         return np.asarray(values, dtype=np.int32).reshape(1)
 
+    @staticmethod
+    def on_device(x):
+        return False
+
     @classmethod
     def sum_as(cls, x, axes, dtype_name):
         """x summed over `axes`, in the dtype ragdot calls dtype_name."""
@@ -63,6 +67,10 @@ class _Torch(_NumPy):
 
         return torch.as_tensor(values, dtype=torch.int32, device=like.device).reshape(1)
 
+    @staticmethod
+    def on_device(x):
+        return x.is_cuda
+
     @classmethod
     def sum_as(cls, x, axes, dtype_name):
         return x.sum(dim=tuple(axes)).to(cls.empty((), dtype_name, x).dtype)
@@ -82,6 +90,10 @@ class _Torch(_NumPy):
 
 class _CuPy(_Torch):
     sum_as = _NumPy.sum_as  # the NumPy spelling (axis=, astype)
+
+    @staticmethod
+    def on_device(x):
+        return True  # CuPy arrays always live on a GPU
 
     @staticmethod
     def adopt(x):

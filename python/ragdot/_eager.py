@@ -42,7 +42,7 @@ def ragged_dot_general(lhs, rhs, group_sizes, ragged_dot_dimension_numbers, prec
         return fw.sum_as(wide, batched.sum_axes, out_dtype)
     out = fw.empty(out_shape, out_dtype, lhs)
     # GPU plans may need workspace (an operand's relayout copy); it comes from the arrays' framework
-    ws_bytes = _native.workspace_bytes(spec, fw.buffer(out), backend or "")
+    ws_bytes = _native.workspace_bytes(spec, fw.buffer(out), backend or "") if fw.on_device(out) else 0
     workspace = fw.workspace(ws_bytes, lhs) if ws_bytes else None
     _native.execute(spec, fw.buffer(lhs), fw.buffer(rhs), fw.buffer(group_sizes),
                     None if offset is None else fw.buffer(offset), fw.buffer(out), backend or "", fw.stream(lhs),

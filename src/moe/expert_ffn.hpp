@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "moe/host_gemm.hpp"
 #include "ragdot/plan.hpp"
 #include "ragdot/status.hpp"
 
@@ -16,29 +17,26 @@ namespace ragdot::moe {
 class ExpertFfn {
  public:
   static Result<ExpertFfn> create(std::int64_t rows, std::int64_t groups, std::int64_t hidden, std::int64_t ffn,
-                                  const PlanOptions& options);
+                                  const PlanOptions& options, HostWorkspace& ws);
 
+  // The plans' workspace goes into `ws` (create grows it; forward and backward take its buffer).
   // up [M, 2F], act [M, F] (kept for backward) and out [M, H] from in [M, H]; gs [G] int64.
   // *dropped_rows (if given): rows the up GEMM dropped at a padded backend's capacity.
   Status forward(const float* in, const float* w_up, const float* w_down, const std::int64_t* gs, float* up,
-                 float* act, float* out, std::int64_t* dropped_rows = nullptr);
+                 float* act, float* out, MutableBuffer ws, std::int64_t* dropped_rows = nullptr) const;
   // d_in [M, H] and (where not null) d_w_up [G, H, 2F], d_w_down [G, F, H] from d_out [M, H];
   // d_up [M, 2F] and d_act [M, F] are scratch.
   Status backward(const float* in, const float* up, const float* act, const float* w_up, const float* w_down,
                   const std::int64_t* gs, const float* d_out, float* d_act, float* d_up, float* d_in, float* d_w_up,
-                  float* d_w_down);
+                  float* d_w_down, MutableBuffer ws) const;
 
   std::string describe() const;
 
  private:
   ExpertFfn() = default;
-  Status run(const Plan& plan, const float* lhs, const float* rhs, const std::int64_t* gs, float* out,
-             ExecuteReport* report = nullptr);
 
-  std::int64_t rows_ = 0, groups_ = 0, hidden_ = 0, ffn_ = 0;
+  std::int64_t rows_ = 0, ffn_ = 0;
   std::vector<Plan> plans_;  // up, down, d_act, d_in, d_w_down, d_w_up
-  std::vector<unsigned char> workspace_;
-  std::size_t workspace_bytes_ = 0;
 };
 
 // SwiGLU on up = [gate | up] rows: act = silu(gate) * up, and its backward into d_up.

@@ -31,10 +31,15 @@ Result<MoeConfig> preset_config(std::string_view preset, std::int64_t shrink) {
   return c;
 }
 
+// The router's three products, planned as one-group ragged dots (all T tokens in the group).
+enum RouterPlan { kLogits, kRouterDataGrad, kRouterWeightGrad };
+
 struct MoeLayer::State {
   MoeConfig c;
   std::int64_t tokens = 0;
+  HostWorkspace ws;  // shared by every plan below; they run one at a time
   ExpertFfn routed, shared;
+  std::vector<Plan> router;  // logits = x Wr, d_x += d_logits Wr^T, d_Wr = x^T d_logits
   bool has_shared = false;
   MoeRouting routing;
   Permutation perm;
@@ -43,10 +48,13 @@ struct MoeLayer::State {
   std::vector<float> logits, rows, up, act, out;        // routed: [T,E], [M,H], [M,2F], [M,F], [M,H]
   std::vector<float> s_up, s_act, s_out;                // per shared expert: [T,2F], [T,F], [T,H]
   bool forwarded = false;
-  // backward scratch
-  std::vector<float> d_rows_out, d_act, d_up, d_rows_in, d_logits, d_weights, d_scale;
+  std::vector<double> route_scratch;  // [E]
+  // backward scratch, sized at create so that forward and backward allocate nothing
+  std::vector<float> d_rows_out, d_act, d_up, d_rows_in, d_logits, d_weights, d_scale, d_x_router;
+  std::vector<float> s_d_act, s_d_up, s_d_in;  // one shared expert's: [T,F], [T,2F], [T,H]
 
-  State(ExpertFfn r, ExpertFfn s) : routed(std::move(r)), shared(std::move(s)) {}
+  State(HostWorkspace w, ExpertFfn r, ExpertFfn s, std::vector<Plan> rp)
+      : ws(std::move(w)), routed(std::move(r)), shared(std::move(s)), router(std::move(rp)) {}
 };
 
 MoeLayer::MoeLayer(std::unique_ptr<State> s) : s_(std::move(s)) {}
@@ -61,10 +69,18 @@ Result<MoeLayer> MoeLayer::create(const MoeConfig& c, std::int64_t tokens, const
     return invalid_argument("the Llama-4 router scales the input by its top-1 score: top_k must be 1");
   if (tokens < 1) return invalid_argument("MoE layer: tokens must be >= 1 (got " + std::to_string(tokens) + ")");
   const std::int64_t m = tokens * c.top_k;
-  RAGDOT_ASSIGN_OR_RETURN(ExpertFfn routed, ExpertFfn::create(m, c.experts, c.hidden, c.ffn, options));
+  HostWorkspace ws;
+  RAGDOT_ASSIGN_OR_RETURN(ExpertFfn routed, ExpertFfn::create(m, c.experts, c.hidden, c.ffn, options, ws));
   // one shared expert at a time: one group holding every token
-  RAGDOT_ASSIGN_OR_RETURN(ExpertFfn shared, ExpertFfn::create(tokens, 1, c.hidden, c.ffn, options));
-  auto s = std::make_unique<State>(std::move(routed), std::move(shared));
+  RAGDOT_ASSIGN_OR_RETURN(ExpertFfn shared, ExpertFfn::create(tokens, 1, c.hidden, c.ffn, options, ws));
+  std::vector<Plan> router;
+  for (const RaggedDotSpec& spec : {grouped_spec(tokens, c.hidden, c.experts, 1, false),  // [T,H] x [1,H,E]
+                                    grouped_spec(tokens, c.experts, c.hidden, 1, true),   // [T,E] x [1,H,E]^T
+                                    weight_gradient_spec(tokens, c.hidden, c.experts, 1)}) {
+    RAGDOT_ASSIGN_OR_RETURN(Plan plan, plan_host(spec, options, ws));
+    router.push_back(std::move(plan));
+  }
+  auto s = std::make_unique<State>(std::move(ws), std::move(routed), std::move(shared), std::move(router));
   s->c = c;
   s->tokens = tokens;
   s->has_shared = c.shared_experts > 0;
@@ -82,6 +98,20 @@ Result<MoeLayer> MoeLayer::create(const MoeConfig& c, std::int64_t tokens, const
   s->routing.experts.resize(std::size_t(m));
   s->routing.weights.resize(std::size_t(m));
   s->routing.input_scale.resize(std::size_t(tokens));
+  s->route_scratch.resize(std::size_t(c.experts));
+  s->d_rows_out.resize(std::size_t(m * h));
+  s->d_act.resize(std::size_t(m * f));
+  s->d_up.resize(std::size_t(m * 2 * f));
+  s->d_rows_in.resize(std::size_t(m * h));
+  s->d_weights.resize(std::size_t(m));
+  s->d_scale.resize(std::size_t(tokens));
+  s->d_logits.resize(std::size_t(tokens * c.experts));
+  s->d_x_router.resize(std::size_t(tokens * h));
+  if (s->has_shared) {
+    s->s_d_act.resize(std::size_t(tokens * f));
+    s->s_d_up.resize(std::size_t(tokens * 2 * f));
+    s->s_d_in.resize(std::size_t(tokens * h));
+  }
   return MoeLayer(std::move(s));
 }
 
@@ -90,7 +120,8 @@ std::int64_t MoeLayer::tokens() const { return s_->tokens; }
 const MoeRouting& MoeLayer::routing() const { return s_->routing; }
 
 std::string MoeLayer::describe() const {
-  std::string d = "routed experts (" + std::to_string(s_->c.experts) + " groups):\n" + s_->routed.describe();
+  std::string d = "router: " + s_->router[kLogits].to_string() + "\n";
+  d += "routed experts (" + std::to_string(s_->c.experts) + " groups):\n" + s_->routed.describe();
   if (s_->has_shared) d += "shared experts (x" + std::to_string(s_->c.shared_experts) + "):\n" + s_->shared.describe();
   return d;
 }
@@ -104,20 +135,6 @@ Status check_params(const MoeConfig& c, const MoeParams& p) {
   return Status::ok();
 }
 
-// out[T, N] (+)= a[T, K] * b[K, N], f32, rows in parallel (the router's small products).
-void matmul(const float* a, const float* b, std::int64_t t, std::int64_t k, std::int64_t n, float* out) {
-#pragma omp parallel for schedule(static)
-  for (std::int64_t i = 0; i < t; ++i) {
-    float* o = out + i * n;
-    std::fill(o, o + n, 0.0f);
-    for (std::int64_t j = 0; j < k; ++j) {
-      const float x = a[i * k + j];
-      const float* row = b + j * n;
-      for (std::int64_t c = 0; c < n; ++c) o[c] += x * row[c];
-    }
-  }
-}
-
 }  // namespace
 
 Status MoeLayer::forward(const float* x, const MoeParams& p, float* y) {
@@ -126,10 +143,12 @@ Status MoeLayer::forward(const float* x, const MoeParams& p, float* y) {
   if (!x || !y) return invalid_argument("MoE forward: x and y are required");
   RAGDOT_RETURN_IF_ERROR(check_params(c, p));
   const std::int64_t t = s.tokens, h = c.hidden, f = c.ffn, e = c.experts, k = c.top_k;
-  matmul(x, p.router, t, h, e, s.logits.data());
+  const MutableBuffer ws = s.ws.buffer();
+  RAGDOT_RETURN_IF_ERROR(run_host(s.router[kLogits], x, p.router, s.shared_gs.data(), s.logits.data(), ws));
   for (std::int64_t i = 0; i < t; ++i) {
     route_token(c.router, s.logits.data() + i * e, p.router_bias, e, k, c.routed_scaling,
-                {s.routing.experts.data() + i * k, s.routing.weights.data() + i * k, s.routing.input_scale.data() + i});
+                {s.routing.experts.data() + i * k, s.routing.weights.data() + i * k, s.routing.input_scale.data() + i},
+                s.route_scratch.data());
   }
   sort_by_expert(s.routing.experts.data(), t * k, e, s.perm);
   s.routing.group_sizes = s.perm.group_sizes;
@@ -137,13 +156,13 @@ Status MoeLayer::forward(const float* x, const MoeParams& p, float* y) {
   gather_rows(s.perm, x, scaled ? s.routing.input_scale.data() : nullptr, k, h, s.rows.data());
   RAGDOT_RETURN_IF_ERROR(
       s.routed.forward(s.rows.data(), p.w_up, p.w_down, s.perm.group_sizes.data(), s.up.data(), s.act.data(), s.out.data(),
-                                         &s.routing.dropped_pairs));
+                                         ws, &s.routing.dropped_pairs));
   combine_rows(s.perm, s.out.data(), s.routing.weights.data(), t, k, h, false, y);
   for (std::int64_t j = 0; j < c.shared_experts; ++j) {
     float* up = s.s_up.data() + j * t * 2 * f;
     float* act = s.s_act.data() + j * t * f;
     RAGDOT_RETURN_IF_ERROR(s.shared.forward(x, p.shared_up + j * h * 2 * f, p.shared_down + j * f * h,
-                                            s.shared_gs.data(), up, act, s.s_out.data()));
+                                            s.shared_gs.data(), up, act, s.s_out.data(), ws));
     for (std::int64_t i = 0; i < t * h; ++i) y[i] += s.s_out[i];
   }
   s.forwarded = true;
@@ -157,13 +176,7 @@ Status MoeLayer::backward(const float* x, const MoeParams& p, const float* dy, c
   if (!x || !dy || !g.d_x) return invalid_argument("MoE backward: x, dy and grads.d_x are required");
   RAGDOT_RETURN_IF_ERROR(check_params(c, p));
   const std::int64_t t = s.tokens, h = c.hidden, f = c.ffn, e = c.experts, k = c.top_k, m = t * k;
-  s.d_rows_out.resize(std::size_t(m * h));
-  s.d_act.resize(std::size_t(m * f));
-  s.d_up.resize(std::size_t(m * 2 * f));
-  s.d_rows_in.resize(std::size_t(m * h));
-  s.d_weights.resize(std::size_t(m));
-  s.d_scale.assign(std::size_t(t), 0.0f);
-  s.d_logits.resize(std::size_t(t * e));
+  const MutableBuffer ws = s.ws.buffer();
 
   // combine: y[t] = sum_j w[t,j] out[row(t,j)]  ->  d_out[row] = w dy[t], d_w = dy[t] . out[row]
 #pragma omp parallel for schedule(static)
@@ -182,7 +195,7 @@ Status MoeLayer::backward(const float* x, const MoeParams& p, const float* dy, c
   }
   RAGDOT_RETURN_IF_ERROR(s.routed.backward(s.rows.data(), s.up.data(), s.act.data(), p.w_up, p.w_down,
                                            s.perm.group_sizes.data(), s.d_rows_out.data(), s.d_act.data(),
-                                           s.d_up.data(), s.d_rows_in.data(), g.d_w_up, g.d_w_down));
+                                           s.d_up.data(), s.d_rows_in.data(), g.d_w_up, g.d_w_down, ws));
   // gather: rows[r] = scale[t] x[t]  ->  d_x[t] += scale[t] d_rows[r], d_scale[t] += d_rows[r] . x[t]
   const bool scaled = c.router == RouterKind::kLlama4;
 #pragma omp parallel for schedule(static)
@@ -203,42 +216,23 @@ Status MoeLayer::backward(const float* x, const MoeParams& p, const float* dy, c
   // router: logits = x Wr  ->  d_x += d_logits Wr^T, d_Wr = x^T d_logits
   for (std::int64_t i = 0; i < t; ++i) {
     route_token_backward(c.router, s.logits.data() + i * e, e, k, c.routed_scaling, s.routing.experts.data() + i * k,
-                         s.d_weights.data() + i * k, s.d_scale[i], s.d_logits.data() + i * e);
+                         s.d_weights.data() + i * k, s.d_scale[i], s.d_logits.data() + i * e, s.route_scratch.data());
   }
-#pragma omp parallel for schedule(static)
-  for (std::int64_t i = 0; i < t; ++i) {
-    const float* dz = s.d_logits.data() + i * e;
-    float* dx = g.d_x + i * h;
-    for (std::int64_t col = 0; col < h; ++col) {
-      const float* wr = p.router + col * e;
-      float acc = 0;
-      for (std::int64_t j = 0; j < e; ++j) acc += dz[j] * wr[j];
-      dx[col] += acc;
-    }
-  }
+  RAGDOT_RETURN_IF_ERROR(run_host(s.router[kRouterDataGrad], s.d_logits.data(), p.router, s.shared_gs.data(),
+                                  s.d_x_router.data(), ws));
+  for (std::int64_t i = 0; i < t * h; ++i) g.d_x[i] += s.d_x_router[i];
   if (g.d_router) {
-#pragma omp parallel for schedule(static)
-    for (std::int64_t col = 0; col < h; ++col) {
-      float* out = g.d_router + col * e;
-      std::fill(out, out + e, 0.0f);
-      for (std::int64_t i = 0; i < t; ++i) {
-        const float xv = x[i * h + col];
-        const float* dz = s.d_logits.data() + i * e;
-        for (std::int64_t j = 0; j < e; ++j) out[j] += xv * dz[j];
-      }
-    }
+    RAGDOT_RETURN_IF_ERROR(run_host(s.router[kRouterWeightGrad], x, s.d_logits.data(), s.shared_gs.data(),
+                                    g.d_router, ws));
   }
   // shared experts: y += FFN_j(x) -> d_x += d_in_j
-  if (c.shared_experts > 0) {
-    std::vector<float> d_act(std::size_t(t * f)), d_up(std::size_t(t * 2 * f)), d_in(std::size_t(t * h));
-    for (std::int64_t j = 0; j < c.shared_experts; ++j) {
-      RAGDOT_RETURN_IF_ERROR(s.shared.backward(
-          x, s.s_up.data() + j * t * 2 * f, s.s_act.data() + j * t * f, p.shared_up + j * h * 2 * f,
-          p.shared_down + j * f * h, s.shared_gs.data(), dy, d_act.data(), d_up.data(), d_in.data(),
-          g.d_shared_up ? g.d_shared_up + j * h * 2 * f : nullptr,
-          g.d_shared_down ? g.d_shared_down + j * f * h : nullptr));
-      for (std::int64_t i = 0; i < t * h; ++i) g.d_x[i] += d_in[i];
-    }
+  for (std::int64_t j = 0; j < c.shared_experts; ++j) {
+    RAGDOT_RETURN_IF_ERROR(s.shared.backward(
+        x, s.s_up.data() + j * t * 2 * f, s.s_act.data() + j * t * f, p.shared_up + j * h * 2 * f,
+        p.shared_down + j * f * h, s.shared_gs.data(), dy, s.s_d_act.data(), s.s_d_up.data(), s.s_d_in.data(),
+        g.d_shared_up ? g.d_shared_up + j * h * 2 * f : nullptr, g.d_shared_down ? g.d_shared_down + j * f * h : nullptr,
+        ws));
+    for (std::int64_t i = 0; i < t * h; ++i) g.d_x[i] += s.s_d_in[i];
   }
   return Status::ok();
 }

@@ -9,10 +9,10 @@ void sort_by_expert(const std::int32_t* experts, std::int64_t pairs, std::int64_
   p.row_of.resize(std::size_t(pairs));
   p.pair_of.resize(std::size_t(pairs));
   for (std::int64_t i = 0; i < pairs; ++i) ++p.group_sizes[std::size_t(experts[i])];
-  std::vector<std::int64_t> next(std::size_t(num_experts), 0);
-  for (std::int64_t e = 1; e < num_experts; ++e) next[e] = next[e - 1] + p.group_sizes[e - 1];
+  p.next.assign(std::size_t(num_experts), 0);
+  for (std::int64_t e = 1; e < num_experts; ++e) p.next[e] = p.next[e - 1] + p.group_sizes[e - 1];
   for (std::int64_t i = 0; i < pairs; ++i) {
-    const std::int64_t r = next[std::size_t(experts[i])]++;
+    const std::int64_t r = p.next[std::size_t(experts[i])]++;
     p.row_of[i] = r;
     p.pair_of[r] = i;
   }

@@ -11,9 +11,11 @@ struct Permutation {
   std::vector<std::int64_t> group_sizes;  // [E]
   std::vector<std::int64_t> row_of;       // [T*k]: sorted row of pair t*k + j
   std::vector<std::int64_t> pair_of;      // [T*k]: pair of sorted row r
+  std::vector<std::int64_t> next;         // [E]: the sort's write positions (kept to reuse)
 };
 
-// experts [T*k] -> the sort (stable: pairs of one expert keep token order).
+// experts [T*k] -> the sort (stable: pairs of one expert keep token order). Allocates only when
+// `p` is smaller than the sizes given (the first call).
 void sort_by_expert(const std::int32_t* experts, std::int64_t pairs, std::int64_t num_experts, Permutation& p);
 
 // rows[r] = scale[t] * x[t] for sorted row r of pair (t, j); x [T, H], rows [T*k, H].

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <vector>
 
 namespace ragdot::moe {
 
@@ -27,8 +26,8 @@ void top_k(const double* score, std::int64_t e, std::int64_t k, std::int32_t* ou
 }  // namespace
 
 void route_token(RouterKind kind, const float* logits, const float* bias, std::int64_t experts, std::int64_t k,
-                 double scaling, RouteChoice out) {
-  std::vector<double> score(static_cast<std::size_t>(experts));
+                 double scaling, RouteChoice out, double* scratch) {
+  double* score = scratch;
   *out.input_scale = 1.0f;
   switch (kind) {
     // Mixtral: top-k of the logits, softmax over those k. Qwen3: softmax over all, top-k,
@@ -36,7 +35,7 @@ void route_token(RouterKind kind, const float* logits, const float* bias, std::i
     case RouterKind::kSoftmaxTopK:
     case RouterKind::kSoftmaxTopKRenormalized: {
       for (std::int64_t i = 0; i < experts; ++i) score[i] = logits[i];
-      top_k(score.data(), experts, k, out.experts);
+      top_k(score, experts, k, out.experts);
       const double top = score[out.experts[0]];
       double sum = 0;
       for (std::int64_t j = 0; j < k; ++j) sum += std::exp(score[out.experts[j]] - top);
@@ -45,7 +44,7 @@ void route_token(RouterKind kind, const float* logits, const float* bias, std::i
     }
     case RouterKind::kDeepSeekV3: {
       for (std::int64_t i = 0; i < experts; ++i) score[i] = sigmoid(logits[i]) + (bias ? bias[i] : 0.0f);
-      top_k(score.data(), experts, k, out.experts);
+      top_k(score, experts, k, out.experts);
       double sum = 0;
       for (std::int64_t j = 0; j < k; ++j) sum += sigmoid(logits[out.experts[j]]);
       for (std::int64_t j = 0; j < k; ++j) out.weights[j] = float(scaling * sigmoid(logits[out.experts[j]]) / sum);
@@ -53,7 +52,7 @@ void route_token(RouterKind kind, const float* logits, const float* bias, std::i
     }
     case RouterKind::kLlama4: {  // top-k (1 in the preset); the sigmoid scales the input
       for (std::int64_t i = 0; i < experts; ++i) score[i] = logits[i];
-      top_k(score.data(), experts, k, out.experts);
+      top_k(score, experts, k, out.experts);
       for (std::int64_t j = 0; j < k; ++j) out.weights[j] = float(scaling);
       *out.input_scale = float(sigmoid(score[out.experts[0]]));
       return;
@@ -62,13 +61,14 @@ void route_token(RouterKind kind, const float* logits, const float* bias, std::i
 }
 
 void route_token_backward(RouterKind kind, const float* logits, std::int64_t experts, std::int64_t k, double scaling,
-                          const std::int32_t* chosen, const float* d_weights, float d_input_scale, float* d_logits) {
+                          const std::int32_t* chosen, const float* d_weights, float d_input_scale, float* d_logits,
+                          double* scratch) {
   std::fill(d_logits, d_logits + experts, 0.0f);
   switch (kind) {
     case RouterKind::kSoftmaxTopK:
     case RouterKind::kSoftmaxTopKRenormalized: {
       // w_j = c * softmax over the chosen logits: dz_j = w_j (dw_j - sum_i w_i dw_i) / ... (c folded in)
-      std::vector<double> p(static_cast<std::size_t>(k));
+      double* p = scratch;
       const double top = logits[chosen[0]];
       double sum = 0;
       for (std::int64_t j = 0; j < k; ++j) sum += (p[j] = std::exp(double(logits[chosen[j]]) - top));
@@ -79,7 +79,7 @@ void route_token_backward(RouterKind kind, const float* logits, std::int64_t exp
     }
     case RouterKind::kDeepSeekV3: {
       // w_j = c s_j / S, S = sum of the chosen s: ds_j = c (dw_j - sum_i dw_i s_i / S) / S; ds/dz = s (1 - s)
-      std::vector<double> s(static_cast<std::size_t>(k));
+      double* s = scratch;
       double sum = 0;
       for (std::int64_t j = 0; j < k; ++j) sum += (s[j] = sigmoid(logits[chosen[j]]));
       double dot = 0;
