@@ -131,6 +131,10 @@ TEST(Op, RejectsBadTensors) {
   s = basic();
   s.lhs.shape = {std::int64_t(1) << 40, std::int64_t(1) << 30};
   expect_error(s, StatusCode::kInvalidArgument, "too many elements");
+  // Empty, but its row-major strides would overflow: still rejected.
+  s = basic();
+  s.lhs.shape = {0, std::int64_t(1) << 40, std::int64_t(1) << 30};
+  expect_error(s, StatusCode::kInvalidArgument, "too many elements");
 }
 
 TEST(Op, RhsGroupDimInOtherModes) {

@@ -9,7 +9,8 @@
 //   - a failed execute wrote to the output;
 //   - a successful output holds NaN, a nonzero where the float64 oracle is exactly zero, or
 //     differs from the oracle or from cpu_ref by more than the dtype's tolerance.
-// ASan and UBSan report everything else. Executions are capped at kMaxElements elements in all.
+// ASan and UBSan report everything else. Executions are capped at kMaxElements elements in all
+// (operands, output and group sizes).
 //
 // Input layout (bytes read in order; a missing byte reads as 0): see decode() and
 // tests/fuzz/make_corpus.py, which writes the seed corpus in this layout.
@@ -31,7 +32,7 @@ namespace {
 
 using namespace ragdot;
 
-constexpr std::int64_t kMaxElements = 4096;  // lhs + rhs + out elements of an executed op
+constexpr std::int64_t kMaxElements = 4096;  // lhs + rhs + out + group sizes elements of an executed op
 
 class Reader {
  public:
@@ -396,7 +397,9 @@ void fuzz_one(const std::uint8_t* data, std::size_t size) {
   }
 
   const auto& s = op->spec();
-  const std::int64_t total = s.lhs.num_elements() + s.rhs.num_elements() + op->out().num_elements();
+  // group sizes count too: an empty operand may come with a huge [b..., g] group sizes tensor
+  const std::int64_t total = s.lhs.num_elements() + s.rhs.num_elements() + op->out().num_elements() +
+                             s.group_sizes.num_elements();
   if (total > kMaxElements) return;
   if (cpu_plan.ok() && cpu_plan->workspace_bytes() > (std::size_t(1) << 22)) return;
 

@@ -95,7 +95,9 @@ class PaddedCpuPlan final : public detail::BackendPlan {
         dropped += (e - s) - kept;
         for (std::int64_t r = 0; r < cap; ++r) {
           char* dst = X + std::size_t((j * cap + r) * p_.k) * les;
-          if (r < kept && p_.lhs_k == 1) {
+          if (p_.k == 0) {
+            continue;  // empty rows: lhs and the workspace rows may be null
+          } else if (r < kept && p_.lhs_k == 1) {
             std::memcpy(dst, lhs + std::size_t((s + r) * p_.lhs_m) * les, std::size_t(p_.k) * les);
           } else if (r < kept) {
             for (std::int64_t kk = 0; kk < p_.k; ++kk)
@@ -109,7 +111,8 @@ class PaddedCpuPlan final : public detail::BackendPlan {
       }
       driver_.run(tasks, G, ws + scratch_);
       K.zero(p_.m, p_.n, {out, p_.out_m, p_.out_n, p_.out_dtype});
-      for (std::int64_t j = 0; j < G; ++j) {
+      // n == 0: the output has no elements and may be null; there is nothing to gather
+      for (std::int64_t j = 0; j < G && p_.n > 0; ++j) {
         const std::int64_t s = starts[offset + j] * unit, e = starts[offset + j + 1] * unit;
         const std::int64_t kept = std::min(e - s, cap);
         for (std::int64_t r = 0; r < kept; ++r) {
