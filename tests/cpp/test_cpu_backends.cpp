@@ -75,13 +75,15 @@ TEST(CpuBackend, PackedRowsReusedAcrossColumnPanels) {
   // k = 1024 f32 rows are 4 KiB apart: the f32 kernels pack them and keep a unit's packed strips
   // for the thread's next units on the same rows. Several column panels (n = 200), groups taller
   // than a unit's row chunk (512) and partial strips; two threads so that units interleave.
+  // k = 3072 splits into k blocks, each with its own strips in the cache.
   workloads::SplitMix64 rng(11);
   std::uint64_t seed = 500;
   for (const auto& isa : testing::isas_here()) {
     testing::ScopedIsa scoped(isa);
     for (DType dt : {DType::kF32, DType::kBF16}) {
       for (GroupPattern pat : {GroupPattern::kRandom, GroupPattern::kAllInOne, GroupPattern::kZeros}) {
-        auto c = verify::shaped_case(1, 700, 1024, 200, verify::make_group_sizes(pat, 3, 700, rng), dt);
+        const std::int64_t k = pat == GroupPattern::kZeros ? 3072 : 1024;
+        auto c = verify::shaped_case(1, 700, k, 200, verify::make_group_sizes(pat, 3, 700, rng), dt);
         ASSERT_TRUE(c.ok());
         c->description = isa + " packed-A reuse " + c->description + " " + verify::group_pattern_name(pat);
         PlanOptions po;

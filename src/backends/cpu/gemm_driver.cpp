@@ -34,8 +34,11 @@ GemmDriver::GemmDriver(const kernels::IsaKernels* isa, DType a_dtype, DType b_dt
   const std::int64_t cap = 512;
   blk_.m_chunk = kernels::round_up(std::clamp<std::int64_t>(typical_m, isa->mr, cap), isa->mr);
   // f32 rows 4 KiB apart are packed strip by strip (12 such rows share one L1 set); without the
-  // cache each strip is packed again for every column panel of the unit's rows
-  blk_.cache_packed_a = isa->a_elem_bytes == 4 && blk_.kc >= blk_.max_k && (blk_.max_k * 4) % 4096 == 0;
+  // cache each strip is packed again for every column panel of the unit's rows. The cache holds
+  // every k block of the unit's rows (m_chunk x max_k, 2 MiB at k = 1024), up to a bound on
+  // the scratch it adds per thread (k = 8192 at 512 rows).
+  blk_.cache_packed_a = isa->a_elem_bytes == 4 && (blk_.max_k * 4) % 4096 == 0;
+  if (blk_.cache_packed_a && packed_a_bytes() > (std::size_t(20) << 20)) blk_.cache_packed_a = false;
 }
 
 std::size_t GemmDriver::panel_bytes() const { return align_up(std::size_t(blk_.kc * blk_.nb * isa_->b_elem_bytes)); }
@@ -52,7 +55,8 @@ std::size_t GemmDriver::cblock_bytes() const {
 }
 
 std::size_t GemmDriver::packed_a_bytes() const {
-  return blk_.cache_packed_a ? std::size_t(blk_.m_chunk / isa_->mr) * strip_bytes() : 0;
+  const std::int64_t kblocks = (blk_.max_k + blk_.kc - 1) / blk_.kc;
+  return blk_.cache_packed_a ? std::size_t(blk_.m_chunk / isa_->mr * kblocks) * strip_bytes() : 0;
 }
 
 std::size_t GemmDriver::per_thread_bytes() const {
@@ -128,7 +132,8 @@ void GemmDriver::run(const GemmTask* tasks, std::int64_t count, void* scratch) c
     // what packed_a holds: the strips of rows [m0, m1) of one task, packed with these strides
     const GemmTask* cached_task = nullptr;
     std::int64_t cached_m0 = -1;
-    kernels::StripStrides cached_strides{0, 0};
+    // and the strides pack_a returned for them: [0] for k blocks of length kc, [1] for a shorter last one
+    kernels::StripStrides cached_strides[2] = {{0, 0}, {0, 0}};
     isa.thread_begin();
     std::int64_t u = next.fetch_add(1, std::memory_order_relaxed);
     int cur = 0;
@@ -147,6 +152,9 @@ void GemmDriver::run(const GemmTask* tasks, std::int64_t count, void* scratch) c
       const std::int64_t kblocks = kblocks_of(task);
       const std::int64_t strips = (x.m1 - x.m0 + isa.mr - 1) / isa.mr;
       std::int64_t u_next = total;
+      // packed_a holds strip s of k block kb at index kb * (m_chunk / mr) + s
+      const bool cache_hit = blk_.cache_packed_a && cached_task == &task && cached_m0 == x.m0;
+      if (blk_.cache_packed_a && !cache_hit) cached_task = nullptr;  // being refilled below
       for (std::int64_t kb = 0; kb < kblocks; ++kb) {
         if (!ready) {
           kernels::PanelJob j = make_job(x, kb, panels[cur]);
@@ -174,9 +182,8 @@ void GemmDriver::run(const GemmTask* tasks, std::int64_t count, void* scratch) c
         const std::int64_t k0 = kb * kc, klen = std::min(kc, task.k - k0);
         const bool direct = isa.a_direct({task.a, task.a_rs, task.a_cs, a_dtype_}, klen);
         const bool split = kblocks > 1;
-        const bool use_cache = blk_.cache_packed_a && kblocks == 1;
-        const bool cache_hit = use_cache && cached_task == &task && cached_m0 == x.m0;
-        if (use_cache && !cache_hit) cached_task = nullptr;  // being refilled below
+        const bool use_cache = blk_.cache_packed_a;
+        char* cache_kb = packed_a + std::size_t(kb * (chunk / isa.mr)) * strip_bytes();
         std::int64_t s = 0;
         for (std::int64_t r0 = x.m0; r0 < x.m1; r0 += isa.mr, ++s) {
           const std::int64_t rows = std::min<std::int64_t>(isa.mr, x.m1 - r0);
@@ -184,9 +191,10 @@ void GemmDriver::run(const GemmTask* tasks, std::int64_t count, void* scratch) c
           const void* a = arow;
           std::int64_t ars = task.a_rs, acs = task.a_cs;
           if (!(direct && (rows == isa.mr || r0 + isa.mr <= task.a_rows_readable))) {
-            void* dst = use_cache ? packed_a + std::size_t(s) * strip_bytes() : strip;
-            if (!cache_hit) cached_strides = isa.pack_a({arow, task.a_rs, task.a_cs, a_dtype_}, rows, klen, dst);
-            const kernels::StripStrides packed = cached_strides;
+            void* dst = use_cache ? cache_kb + std::size_t(s) * strip_bytes() : strip;
+            kernels::StripStrides& known = cached_strides[klen == kc ? 0 : 1];
+            if (!cache_hit) known = isa.pack_a({arow, task.a_rs, task.a_cs, a_dtype_}, rows, klen, dst);
+            const kernels::StripStrides packed = known;
             ars = packed.row;
             acs = packed.col;
             a = dst;
@@ -203,16 +211,16 @@ void GemmDriver::run(const GemmTask* tasks, std::int64_t count, void* scratch) c
             isa.store(c, npad, rows, x.ncols, o);
           }
         }
-        if (use_cache) {
-          cached_task = &task;
-          cached_m0 = x.m0;
-        }
         if (pending) {
           pending->limit = pending->end;
           isa.pack_b(*pending);  // whatever the strips left
           cur ^= 1;
         }
         ready = reuse || pending != nullptr;
+      }
+      if (blk_.cache_packed_a) {
+        cached_task = &task;
+        cached_m0 = x.m0;
       }
       u = u_next;
     }

@@ -33,8 +33,9 @@ struct GemmBlocking {
   std::int64_t max_k = 0;     // largest k of any task
   int threads = 1;
   // Keep the packed A strips of a whole unit per thread, so that the thread's next units on the
-  // same rows (other column panels) reuse them instead of packing again. On for the f32 kernels
-  // with one k block and a k of whole 4 KiB rows, where A cannot be read in place.
+  // same rows (other column panels) reuse them instead of packing again, for every k block. On
+  // for the f32 kernels with a k of whole 4 KiB rows, where A cannot be read in place, while the
+  // cache stays under 20 MiB per thread.
   bool cache_packed_a = false;
 };
 
