@@ -6,9 +6,10 @@ cd "$(dirname "$0")/.."
 export PATH=/usr/local/cuda/bin:$PATH
 cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DRAGDOT_ENABLE_CUDA=ON -DRAGDOT_BUILD_TOOLS=OFF \
   -DCMAKE_EXE_LINKER_FLAGS="-static-libstdc++ -static-libgcc" >/dev/null
-cmake --build build-gpu --target test_cuda_backend test_cublas_backend test_cuda_codegen test_cublas_host test_cpu_backends gpu_bench -j"$(nproc)"
+cmake --build build-gpu --target test_cuda_backend test_cublas_backend test_moe_device test_cuda_codegen test_cublas_host test_cpu_backends gpu_bench -j"$(nproc)"
 rm -rf .devbin && mkdir -p .devbin
-cp build-gpu/tests/cpp/test_cuda_backend build-gpu/tests/cpp/test_cublas_backend build-gpu/tests/cpp/test_cuda_codegen \
+cp build-gpu/tests/cpp/test_cuda_backend build-gpu/tests/cpp/test_cublas_backend build-gpu/tests/cpp/test_moe_device \
+  build-gpu/tests/cpp/test_cuda_codegen \
   build-gpu/tests/cpp/test_cublas_host build-gpu/tests/cpp/test_cpu_backends build-gpu/bench/gpu_bench .devbin/
 git rev-parse --short HEAD > .devbin/commit 2>/dev/null || echo unknown > .devbin/commit
 git diff --quiet HEAD 2>/dev/null || echo "+dirty" >> .devbin/commit

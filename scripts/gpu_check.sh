@@ -28,13 +28,14 @@ say "date $(date -u '+%F %T') commit $(cat .devbin/commit 2>/dev/null | tr '\n' 
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader >> "$LOG" 2>&1
 
 BIN=.devbin
-if ! "$BIN/test_cuda_codegen" --gtest_list_tests > /dev/null 2>&1 || [ ! -x "$BIN/test_cublas_backend" ]; then
+if ! "$BIN/test_cuda_codegen" --gtest_list_tests > /dev/null 2>&1 || [ ! -x "$BIN/test_cublas_backend" ] ||
+   [ ! -x "$BIN/test_moe_device" ]; then
   say "carried programs do not run here; building"
   cmake -S . -B /tmp/ragdot-build -G Ninja -DCMAKE_BUILD_TYPE=Release -DRAGDOT_ENABLE_CUDA=ON >> "$LOG" 2>&1
-  cmake --build /tmp/ragdot-build --target test_cuda_backend test_cublas_backend test_cuda_codegen test_cublas_host \
+  cmake --build /tmp/ragdot-build --target test_cuda_backend test_cublas_backend test_moe_device test_cuda_codegen test_cublas_host \
     gpu_bench -j16 >> "$LOG" 2>&1
   mkdir -p /tmp/ragdot-bin
-  cp /tmp/ragdot-build/tests/cpp/test_cuda_backend /tmp/ragdot-build/tests/cpp/test_cublas_backend \
+  cp /tmp/ragdot-build/tests/cpp/test_cuda_backend /tmp/ragdot-build/tests/cpp/test_cublas_backend /tmp/ragdot-build/tests/cpp/test_moe_device \
      /tmp/ragdot-build/tests/cpp/test_cuda_codegen /tmp/ragdot-build/tests/cpp/test_cublas_host \
      /tmp/ragdot-build/bench/gpu_bench /tmp/ragdot-bin/ 2>>"$LOG"
   BIN=/tmp/ragdot-bin
@@ -44,7 +45,7 @@ if [ $run_tests = 1 ]; then
   say "GPU tests"
   # one process per test, each with its own time limit, so that a hang names its test
   : > "$OUT/gpu_tests.txt"
-  for prog in test_cuda_backend test_cublas_backend; do
+  for prog in test_cuda_backend test_cublas_backend test_moe_device; do
     for t in $("$BIN/$prog" --gtest_list_tests | awk '/^[^ ]/{suite=$1} /^  /{print suite $1}'); do
       start=$(date +%s)
       timeout 150 "$BIN/$prog" --gtest_filter="$t" >> "$OUT/gpu_tests.txt" 2>&1
@@ -79,9 +80,12 @@ if [ $run_tests = 1 ] && [ $run_sanitizer = 1 ]; then
       --gtest_filter='CublasBackend.RejectsBadGroupSizesWithoutWriting:CublasBackend.PlanSays*:PaddedGpu.Capacity*:PaddedGpu.DroplessNeeds*' \
       > "$OUT/sanitizer_cublas_$tool.txt" 2>&1
     echo "$tool (cublas, padded) exit $? : $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/sanitizer_cublas_$tool.txt" | tail -1)" >> "$LOG"
+    timeout 120 compute-sanitizer --tool $tool --error-exitcode 3 "$BIN/test_moe_device" \
+      --gtest_filter='MoeDevicePermutation.GatherAndCombine*:MoeDevicePermutation.Rejects*' > "$OUT/sanitizer_moe_$tool.txt" 2>&1
+    echo "$tool (moe permutation) exit $? : $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/sanitizer_moe_$tool.txt" | tail -1)" >> "$LOG"
   done
   cat "$OUT"/sanitizer_*.txt | grep -E "SUMMARY|Invalid|Race|error" | head -40 > "$OUT/sanitizer.txt"
-  rm -f "$OUT"/sanitizer_memcheck.txt "$OUT"/sanitizer_racecheck.txt "$OUT"/sanitizer_cublas_*.txt
+  rm -f "$OUT"/sanitizer_memcheck.txt "$OUT"/sanitizer_racecheck.txt "$OUT"/sanitizer_cublas_*.txt "$OUT"/sanitizer_moe_*.txt
 fi
 
 # ---- optional: the Python bindings (--python) ----

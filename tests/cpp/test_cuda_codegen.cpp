@@ -95,6 +95,21 @@ TEST(CudaCodegen, RelayoutCopyCompilesWithoutLocalMemory) {
   }
 }
 
+TEST(CudaCodegen, MoePermutationKernelsCompileWithoutLocalMemory) {
+  for (const char* arch : {"sm_80", "sm_90a"}) {
+    auto k = KernelCache::instance().get("#include \"ragdot/moe_permute.cuh\"\n", "ragdot_moe_permute.cu", arch);
+    ASSERT_TRUE(k.ok()) << arch << ": " << k.status().to_string();
+    EXPECT_EQ(std::string((*k)->cubin.data() + 1, 3), "ELF") << arch;
+    for (const char* fn : {"ragdot_moe_count", "ragdot_moe_offsets", "ragdot_moe_scatter", "ragdot_moe_gather",
+                           "ragdot_moe_combine"}) {
+      const Resources r = resources_of((*k)->log, fn);
+      EXPECT_GT(r.registers, 0) << arch << ": no ptxas report of " << fn << "\n" << (*k)->log;
+      EXPECT_EQ(r.stack, 0) << arch << " " << fn << "\n" << (*k)->log;
+      EXPECT_EQ(r.spill_stores + r.spill_loads, 0) << arch << " " << fn << "\n" << (*k)->log;
+    }
+  }
+}
+
 TEST(CudaCodegen, PlannerPicksTensorCoresForMoeLayouts) {
   core::GroupGemmProblem p;
   p.mode = RaggedMode::kNonContracting;

@@ -1,0 +1,165 @@
+// The MoE layer's permutation on the device: a stable counting sort of the (token, slot) pairs by
+// expert in three small kernels (count per chunk, offsets, scatter), with no host sync: the group
+// sizes the expert ragged dots read come out of it on the device. Then the gather of the sorted
+// rows and the weighted combine of the expert outputs back into token order, accumulated in f32.
+//
+//   ragdot_moe_count    grid num_chunks, block 32: per-chunk histogram (shared-memory atomics)
+//   ragdot_moe_offsets  grid 1, block 1024: each expert's rows start after the earlier experts',
+//                       each chunk's after the earlier chunks' (so the sort is stable)
+//   ragdot_moe_scatter  grid num_chunks, block 32: walks its chunk 32 pairs at a time in order;
+//                       lanes with the same expert are ranked by __match_any_sync
+//   ragdot_moe_gather   rows[r] = scale[t] * x[t] for the pair (t, j) of sorted row r
+//   ragdot_moe_combine  y[t] (+)= sum_j weights[t, j] * rows[row_of[t, j]], in slot order
+//
+// Pairs whose expert is out of range get no row (row_of = -1) and are counted in bad_experts;
+// rows past the valid ones (pair_of = -1, set by the caller) are gathered as zeros.
+#pragma once
+
+#include "ragdot/common.cuh"
+#include "ragdot/moe_params.h"
+
+namespace ragdot {
+
+__device__ __forceinline__ bool moe_expert_ok(int e, int num_experts) { return e >= 0 && e < num_experts; }
+
+}  // namespace ragdot
+
+extern "C" __global__ void __launch_bounds__(32) ragdot_moe_count(const RagdotMoeSortParams p) {
+  __shared__ int counts[RAGDOT_MOE_MAX_EXPERTS];
+  const int lane = threadIdx.x, chunk = blockIdx.x;
+  for (int e = lane; e < p.num_experts; e += 32) counts[e] = 0;
+  __syncwarp();
+  const long long first = (long long)chunk * RAGDOT_MOE_CHUNK;
+  int bad = 0;
+  for (int i = lane; i < RAGDOT_MOE_CHUNK; i += 32) {
+    const long long pair = first + i;
+    if (pair >= p.pairs) break;
+    const int e = p.experts[pair];
+    if (ragdot::moe_expert_ok(e, p.num_experts)) {
+      atomicAdd(&counts[e], 1);
+    } else {
+      ++bad;
+    }
+  }
+  if (bad) atomicAdd(p.bad_experts, bad);
+  __syncwarp();
+  int* out = p.chunk_counts + (long long)chunk * p.num_experts;
+  for (int e = lane; e < p.num_experts; e += 32) out[e] = counts[e];
+}
+
+extern "C" __global__ void __launch_bounds__(1024) ragdot_moe_offsets(const RagdotMoeSortParams p) {
+  __shared__ ragdot::i64 scratch[33];
+  const int e = threadIdx.x;
+  const bool mine = e < p.num_experts;
+  // each expert's chunks in order: the count becomes the chunk's first row within the expert
+  int running = 0;
+  for (int c = 0; c < p.num_chunks && mine; ++c) {
+    int* slot = p.chunk_counts + (long long)c * p.num_experts + e;
+    const int v = *slot;
+    *slot = running;
+    running += v;
+  }
+  if (mine) p.group_sizes[e] = running;
+  ragdot::i64 total = 0;
+  const int start = (int)ragdot::block_exclusive_scan<1024>(mine ? running : 0, scratch, total);
+  for (int c = 0; c < p.num_chunks && mine; ++c) p.chunk_counts[(long long)c * p.num_experts + e] += start;
+}
+
+extern "C" __global__ void __launch_bounds__(32) ragdot_moe_scatter(const RagdotMoeSortParams p) {
+  __shared__ int next[RAGDOT_MOE_MAX_EXPERTS];
+  const int lane = threadIdx.x, chunk = blockIdx.x;
+  const int* starts = p.chunk_counts + (long long)chunk * p.num_experts;
+  for (int e = lane; e < p.num_experts; e += 32) next[e] = starts[e];
+  __syncwarp();
+  const unsigned lower = (1u << lane) - 1u;
+  const long long first = (long long)chunk * RAGDOT_MOE_CHUNK;
+  for (int i = 0; i < RAGDOT_MOE_CHUNK; i += 32) {
+    const long long pair = first + i + lane;
+    const bool in = pair < p.pairs;
+    int e = in ? p.experts[pair] : -1;
+    if (!ragdot::moe_expert_ok(e, p.num_experts)) e = -1;
+    const unsigned same = __match_any_sync(0xffffffffu, e);
+    const int leader = __ffs(same) - 1;
+    int base = 0;
+    if (lane == leader && e >= 0) {
+      base = next[e];
+      next[e] = base + __popc(same);
+    }
+    base = __shfl_sync(0xffffffffu, base, leader);
+    if (in) {
+      const int row = e >= 0 ? base + __popc(same & lower) : -1;
+      p.row_of[pair] = row;
+      if (row >= 0) p.pair_of[row] = (int)pair;
+    }
+    __syncwarp();
+  }
+}
+
+namespace ragdot {
+
+template <class T>
+__device__ __forceinline__ void moe_gather_row(const RagdotMoeRowsParams& p, long long r) {
+  typedef typename Storage<T>::type S;
+  const int pair = p.pair_of[r];
+  S* dst = (S*)p.rows + r * p.hidden;
+  if (pair < 0) {
+    for (long long c = threadIdx.x; c < p.hidden; c += blockDim.x) dst[c] = from_float(0.0f, T());
+    return;
+  }
+  const long long t = pair / p.top_k;
+  const S* src = (const S*)p.x + t * p.hidden;
+  if (!p.scale) {
+    // 16-byte copies where the rows allow them
+    const long long bytes = p.hidden * (long long)sizeof(S);
+    if (bytes % 16 == 0 && ((unsigned long long)src % 16) == 0 && ((unsigned long long)dst % 16) == 0) {
+      const uint4* s4 = (const uint4*)src;
+      uint4* d4 = (uint4*)dst;
+      for (long long c = threadIdx.x; c < bytes / 16; c += blockDim.x) d4[c] = s4[c];
+    } else {
+      for (long long c = threadIdx.x; c < p.hidden; c += blockDim.x) dst[c] = src[c];
+    }
+    return;
+  }
+  const float s = p.scale[t];
+  for (long long c = threadIdx.x; c < p.hidden; c += blockDim.x) dst[c] = from_float(s * to_float(src[c], T()), T());
+}
+
+template <class T>
+__device__ __forceinline__ void moe_combine_token(const RagdotMoeRowsParams& p, long long t) {
+  typedef typename Storage<T>::type S;
+  S* out = (S*)p.y + t * p.hidden;
+  const S* rows = (const S*)p.rows;
+  for (long long c = threadIdx.x; c < p.hidden; c += blockDim.x) {
+    float acc = p.accumulate ? to_float(out[c], T()) : 0.0f;
+    for (int j = 0; j < p.top_k; ++j) {
+      const long long pair = t * p.top_k + j;
+      const int row = p.row_of[pair];
+      if (row >= 0) acc += p.weights[pair] * to_float(rows[(long long)row * p.hidden + c], T());
+    }
+    out[c] = from_float(acc, T());
+  }
+}
+
+}  // namespace ragdot
+
+// grid: blocks over the sorted rows (grid-stride), block 256
+extern "C" __global__ void __launch_bounds__(256) ragdot_moe_gather(const RagdotMoeRowsParams p) {
+  for (long long r = blockIdx.x; r < p.pairs; r += gridDim.x) {
+    if (p.elem_bytes == 2) {
+      ragdot::moe_gather_row<ragdot::BF16>(p, r);
+    } else {
+      ragdot::moe_gather_row<ragdot::F32>(p, r);
+    }
+  }
+}
+
+// grid: blocks over the tokens (grid-stride), block 256
+extern "C" __global__ void __launch_bounds__(256) ragdot_moe_combine(const RagdotMoeRowsParams p) {
+  for (long long t = blockIdx.x; t < p.tokens; t += gridDim.x) {
+    if (p.elem_bytes == 2) {
+      ragdot::moe_combine_token<ragdot::BF16>(p, t);
+    } else {
+      ragdot::moe_combine_token<ragdot::F32>(p, t);
+    }
+  }
+}

@@ -1,0 +1,177 @@
+#include "moe/device_permutation.hpp"
+
+#include <algorithm>
+#include <string>
+
+#include "backends/cuda/cuda_driver.hpp"
+#include "backends/cuda/device.hpp"
+#include "backends/cuda/loaded_kernel.hpp"
+
+extern "C" {
+#include "ragdot/moe_params.h"
+}
+
+namespace ragdot::moe {
+
+namespace {
+constexpr unsigned kRowThreads = 256;
+constexpr std::int64_t kMaxGrid = 65535;
+std::size_t align_up(std::size_t x) { return (x + 255) / 256 * 256; }
+std::int64_t chunks_of(std::int64_t pairs) { return (pairs + RAGDOT_MOE_CHUNK - 1) / RAGDOT_MOE_CHUNK; }
+CUdeviceptr dptr(const void* p) { return reinterpret_cast<CUdeviceptr>(p); }
+}  // namespace
+
+struct DevicePermutation::State {
+  const cuda::Device* device = nullptr;
+  std::shared_ptr<const cuda::LoadedModule> module;
+  CUfunction count = nullptr, offsets = nullptr, scatter = nullptr, gather = nullptr, combine = nullptr;
+  std::int64_t max_pairs = 0, experts = 0;
+};
+
+DevicePermutation::DevicePermutation(std::unique_ptr<State> s) : s_(std::move(s)) {}
+DevicePermutation::DevicePermutation(DevicePermutation&&) noexcept = default;
+DevicePermutation& DevicePermutation::operator=(DevicePermutation&&) noexcept = default;
+DevicePermutation::~DevicePermutation() = default;
+
+Result<DevicePermutation> DevicePermutation::create(int device, std::int64_t max_pairs, std::int64_t experts) {
+  if (experts < 1 || experts > RAGDOT_MOE_MAX_EXPERTS) {
+    return invalid_argument("the device permutation takes 1 to " + std::to_string(RAGDOT_MOE_MAX_EXPERTS) +
+                            " experts, got " + std::to_string(experts));
+  }
+  // row indices are int32 on the device
+  if (max_pairs < 0 || max_pairs > std::int64_t(0x7fffffff)) {
+    return invalid_argument("the device permutation takes at most 2^31 - 1 pairs, got " + std::to_string(max_pairs));
+  }
+  auto s = std::make_unique<State>();
+  RAGDOT_ASSIGN_OR_RETURN(s->device, cuda::device(device));
+  RAGDOT_ASSIGN_OR_RETURN(s->module,
+                          cuda::load_module(*s->device, "#include \"ragdot/moe_permute.cuh\"\n", "ragdot_moe_permute.cu"));
+  const struct {
+    CUfunction* f;
+    const char* name;
+  } fns[] = {{&s->count, "ragdot_moe_count"},
+             {&s->offsets, "ragdot_moe_offsets"},
+             {&s->scatter, "ragdot_moe_scatter"},
+             {&s->gather, "ragdot_moe_gather"},
+             {&s->combine, "ragdot_moe_combine"}};
+  for (const auto& f : fns) {
+    RAGDOT_CU_RETURN_IF_ERROR(cuda::driver()->cuModuleGetFunction(f.f, s->module->module, f.name), f.name);
+  }
+  s->max_pairs = max_pairs;
+  s->experts = experts;
+  return DevicePermutation(std::move(s));
+}
+
+std::size_t DevicePermutation::sort_workspace_bytes() const {
+  return align_up(std::size_t(std::max<std::int64_t>(chunks_of(s_->max_pairs), 1) * s_->experts) * sizeof(int));
+}
+
+Status DevicePermutation::sort(const void* experts, std::int64_t pairs, const DeviceSortBuffers& out, void* workspace,
+                               void* stream) const {
+  if (pairs < 0 || pairs > s_->max_pairs) {
+    return invalid_argument("sort: " + std::to_string(pairs) + " pairs, the permutation was made for at most " +
+                            std::to_string(s_->max_pairs));
+  }
+  if (!out.group_sizes || !out.bad_experts || (pairs > 0 && (!experts || !out.row_of || !out.pair_of || !workspace))) {
+    return invalid_argument("sort: a null device buffer");
+  }
+  cuda::ScopedContext ctx(s_->device->context);
+  RAGDOT_RETURN_IF_ERROR(ctx.status());
+  CUstream st = static_cast<CUstream>(stream);
+  RagdotMoeSortParams p{};
+  p.experts = static_cast<const int*>(experts);
+  p.pairs = pairs;
+  p.num_experts = int(s_->experts);
+  p.num_chunks = int(chunks_of(pairs));
+  p.chunk_counts = static_cast<int*>(workspace);
+  p.group_sizes = static_cast<int*>(out.group_sizes);
+  p.row_of = static_cast<int*>(out.row_of);
+  p.pair_of = static_cast<int*>(out.pair_of);
+  p.bad_experts = static_cast<int*>(out.bad_experts);
+  const auto* d = cuda::driver();
+  RAGDOT_CU_RETURN_IF_ERROR(d->cuMemsetD32Async(dptr(out.bad_experts), 0, 1, st), "cuMemsetD32Async");
+  if (pairs > 0) {
+    RAGDOT_CU_RETURN_IF_ERROR(d->cuMemsetD32Async(dptr(out.pair_of), 0xffffffffu, std::size_t(pairs), st),
+                              "cuMemsetD32Async");
+  }
+  void* args[] = {&p};
+  if (p.num_chunks > 0) {
+    RAGDOT_CU_RETURN_IF_ERROR(d->cuLaunchKernel(s_->count, unsigned(p.num_chunks), 1, 1, 32, 1, 1, 0, st, args, nullptr),
+                              "launching ragdot_moe_count");
+  }
+  // with no pairs the offsets kernel still writes the (zero) group sizes
+  RAGDOT_CU_RETURN_IF_ERROR(d->cuLaunchKernel(s_->offsets, 1, 1, 1, 1024, 1, 1, 0, st, args, nullptr),
+                            "launching ragdot_moe_offsets");
+  if (p.num_chunks > 0) {
+    RAGDOT_CU_RETURN_IF_ERROR(
+        d->cuLaunchKernel(s_->scatter, unsigned(p.num_chunks), 1, 1, 32, 1, 1, 0, st, args, nullptr),
+        "launching ragdot_moe_scatter");
+  }
+  return Status::ok();
+}
+
+namespace {
+
+// The checks and the argument block gather and combine share.
+Result<RagdotMoeRowsParams> rows_params(const char* what, const DeviceSortBuffers& sorted, std::int64_t tokens,
+                                        std::int64_t top_k, std::int64_t hidden, DType dtype, std::int64_t max_pairs) {
+  if (dtype != DType::kBF16 && dtype != DType::kF32) {
+    return unsupported(std::string(what) + ": rows of " + std::string(dtype_name(dtype)) +
+                       "; the device permutation takes bf16 or f32");
+  }
+  if (tokens < 0 || top_k < 1 || hidden < 0 || tokens > max_pairs / top_k) {
+    return invalid_argument(std::string(what) + ": " + std::to_string(tokens) + " tokens x top-k " +
+                            std::to_string(top_k) + " do not fit the permutation (at most " +
+                            std::to_string(max_pairs) + " pairs)");
+  }
+  RagdotMoeRowsParams p{};
+  p.row_of = static_cast<const int*>(sorted.row_of);
+  p.pair_of = static_cast<const int*>(sorted.pair_of);
+  p.pairs = tokens * top_k;
+  p.top_k = int(top_k);
+  p.hidden = hidden;
+  p.elem_bytes = int(dtype_size(dtype));
+  p.tokens = tokens;
+  return p;
+}
+
+Status launch_rows(CUfunction f, const cuda::Device& device, std::int64_t blocks, RagdotMoeRowsParams& p,
+                   void* stream, const char* what) {
+  cuda::ScopedContext ctx(device.context);
+  RAGDOT_RETURN_IF_ERROR(ctx.status());
+  void* args[] = {&p};
+  const unsigned grid = unsigned(std::min(blocks, kMaxGrid));
+  RAGDOT_CU_RETURN_IF_ERROR(
+      cuda::driver()->cuLaunchKernel(f, grid, 1, 1, kRowThreads, 1, 1, 0, static_cast<CUstream>(stream), args, nullptr),
+      what);
+  return Status::ok();
+}
+
+}  // namespace
+
+Status DevicePermutation::gather(const void* x, const float* scale, const DeviceSortBuffers& sorted,
+                                 std::int64_t tokens, std::int64_t top_k, std::int64_t hidden, DType dtype, void* rows,
+                                 void* stream) const {
+  RAGDOT_ASSIGN_OR_RETURN(RagdotMoeRowsParams p, rows_params("gather", sorted, tokens, top_k, hidden, dtype, s_->max_pairs));
+  if (p.pairs == 0 || hidden == 0) return Status::ok();
+  if (!x || !rows || !sorted.pair_of) return invalid_argument("gather: a null device buffer");
+  p.x = x;
+  p.scale = scale;
+  p.rows = rows;
+  return launch_rows(s_->gather, *s_->device, p.pairs, p, stream, "launching ragdot_moe_gather");
+}
+
+Status DevicePermutation::combine(const void* rows, const float* weights, const DeviceSortBuffers& sorted,
+                                  std::int64_t tokens, std::int64_t top_k, std::int64_t hidden, DType dtype,
+                                  bool accumulate, void* y, void* stream) const {
+  RAGDOT_ASSIGN_OR_RETURN(RagdotMoeRowsParams p, rows_params("combine", sorted, tokens, top_k, hidden, dtype, s_->max_pairs));
+  if (tokens == 0 || hidden == 0) return Status::ok();
+  if (!rows || !weights || !y || !sorted.row_of) return invalid_argument("combine: a null device buffer");
+  p.rows = const_cast<void*>(rows);
+  p.weights = weights;
+  p.y = y;
+  p.accumulate = accumulate ? 1 : 0;
+  return launch_rows(s_->combine, *s_->device, tokens, p, stream, "launching ragdot_moe_combine");
+}
+
+}  // namespace ragdot::moe

@@ -1,0 +1,54 @@
+// The MoE permutation on a GPU (kernels/ragdot/moe_permute.cuh): the stable sort of the
+// (token, slot) pairs by expert, the gather of their rows and the weighted combine, all enqueued
+// on the caller's stream with no host sync. The group sizes the expert ragged dots need are an
+// output on the device. Built only with CUDA; the host path is moe/permutation.hpp.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "ragdot/dtype.hpp"
+#include "ragdot/status.hpp"
+
+namespace ragdot::moe {
+
+// Device buffers of one sort, all int32: what DevicePermutation::sort writes.
+struct DeviceSortBuffers {
+  void* group_sizes = nullptr;  // [experts]
+  void* row_of = nullptr;       // [pairs]
+  void* pair_of = nullptr;      // [pairs]; rows past the valid ones are -1
+  void* bad_experts = nullptr;  // [1]: pairs whose expert was out of range (they get no row)
+};
+
+class DevicePermutation {
+ public:
+  // Loads the kernels on GPU `device` (JIT-compiled once, then from the cache) for up to
+  // `max_pairs` pairs and `experts` experts (at most 1024).
+  static Result<DevicePermutation> create(int device, std::int64_t max_pairs, std::int64_t experts);
+
+  // Scratch for sort(): bytes of device memory, 256-byte aligned.
+  std::size_t sort_workspace_bytes() const;
+
+  // experts [pairs] int32 on the device -> out. `stream` is a CUstream (null: the legacy stream).
+  Status sort(const void* experts, std::int64_t pairs, const DeviceSortBuffers& out, void* workspace,
+              void* stream) const;
+  // rows[r] = scale[t] * x[t] for the pair (t, j) of sorted row r; x [tokens, hidden], rows
+  // [tokens * top_k, hidden], bf16 or f32; scale [tokens] f32 or null.
+  Status gather(const void* x, const float* scale, const DeviceSortBuffers& sorted, std::int64_t tokens,
+                std::int64_t top_k, std::int64_t hidden, DType dtype, void* rows, void* stream) const;
+  // y[t] (+)= sum_j weights[t, j] * rows[row_of[t, j]], accumulated in f32; weights [tokens, top_k] f32.
+  Status combine(const void* rows, const float* weights, const DeviceSortBuffers& sorted, std::int64_t tokens,
+                 std::int64_t top_k, std::int64_t hidden, DType dtype, bool accumulate, void* y, void* stream) const;
+
+  DevicePermutation(DevicePermutation&&) noexcept;
+  DevicePermutation& operator=(DevicePermutation&&) noexcept;
+  ~DevicePermutation();
+
+ private:
+  struct State;
+  explicit DevicePermutation(std::unique_ptr<State> s);
+  std::unique_ptr<State> s_;
+};
+
+}  // namespace ragdot::moe

@@ -1,0 +1,271 @@
+// The MoE layer's device permutation (moe/device_permutation.hpp) against a host oracle: the
+// stable sort by expert (group sizes, sorted rows, out-of-range experts counted and given no
+// row) for pair counts around the chunk size, 1 to 1024 experts, uniform, skewed and
+// all-in-one routing; the gather (with and without a per-token scale) and the weighted combine
+// (overwrite and accumulate), bf16 and f32, rows that allow 16-byte copies and rows that do
+// not. Outputs are poisoned first. Label "gpu": skipped (not failed) where there is no GPU.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "backends/cpu/reference.hpp"
+#include "gpu_test_support.hpp"
+#include "moe/device_permutation.hpp"
+#include "ragdot/workloads.hpp"
+
+namespace ragdot {
+namespace {
+
+using gpu_test::gpu;
+
+// A device buffer of the first GPU, freed at scope end.
+struct DeviceBuffer {
+  void* p = nullptr;
+  explicit DeviceBuffer(std::size_t bytes) {
+    auto r = gpu()->alloc(bytes == 0 ? 4 : bytes);
+    EXPECT_TRUE(r.ok()) << r.status().to_string();
+    if (r.ok()) p = *r;
+  }
+  ~DeviceBuffer() {
+    if (p) gpu()->free(p);
+  }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+};
+
+template <class T>
+void upload(DeviceBuffer& d, const std::vector<T>& v) {
+  ASSERT_TRUE(gpu()->upload(d.p, v.data(), v.size() * sizeof(T)).is_ok());
+}
+
+template <class T>
+std::vector<T> download(const DeviceBuffer& d, std::size_t count) {
+  std::vector<T> v(count);
+  EXPECT_TRUE(gpu()->synchronize().is_ok());
+  EXPECT_TRUE(gpu()->download(v.data(), d.p, count * sizeof(T)).is_ok());
+  return v;
+}
+
+void poison(DeviceBuffer& d, std::size_t bytes) {
+  std::vector<unsigned char> junk(bytes, 0x7f);
+  ASSERT_TRUE(gpu()->upload(d.p, junk.data(), bytes).is_ok());
+}
+
+struct HostSort {
+  std::vector<int> group_sizes, row_of, pair_of;
+  int bad = 0;
+};
+
+// The oracle: a stable counting sort; out-of-range experts get row -1, rows past the valid
+// ones have pair -1.
+HostSort host_sort(const std::vector<int>& experts, int num_experts) {
+  HostSort h;
+  const std::size_t n = experts.size();
+  h.group_sizes.assign(std::size_t(num_experts), 0);
+  h.row_of.assign(n, -1);
+  h.pair_of.assign(n, -1);
+  for (int e : experts) {
+    if (e >= 0 && e < num_experts) ++h.group_sizes[std::size_t(e)];
+    else ++h.bad;
+  }
+  std::vector<int> next(std::size_t(num_experts), 0);
+  for (int e = 1; e < num_experts; ++e) next[std::size_t(e)] = next[std::size_t(e - 1)] + h.group_sizes[std::size_t(e - 1)];
+  for (std::size_t i = 0; i < n; ++i) {
+    const int e = experts[i];
+    if (e < 0 || e >= num_experts) continue;
+    const int r = next[std::size_t(e)]++;
+    h.row_of[i] = r;
+    h.pair_of[std::size_t(r)] = int(i);
+  }
+  return h;
+}
+
+enum class Routing { kUniform, kSkewed, kAllInOne, kSomeOutOfRange };
+
+std::vector<int> route(std::int64_t pairs, int experts, Routing how, workloads::SplitMix64& rng) {
+  std::vector<int> v(static_cast<std::size_t>(pairs));
+  for (auto& e : v) {
+    const double u = rng.uniform();
+    switch (how) {
+      case Routing::kUniform: e = int(u * experts) % experts; break;
+      case Routing::kSkewed: e = int(u * u * u * experts) % experts; break;
+      case Routing::kAllInOne: e = experts / 2; break;
+      case Routing::kSomeOutOfRange: e = u < 0.05 ? -1 : u < 0.1 ? experts + 3 : int(u * experts) % experts; break;
+    }
+  }
+  return v;
+}
+
+TEST(MoeDevicePermutation, SortMatchesTheStableHostSort) {
+  REQUIRE_GPU();
+  workloads::SplitMix64 rng(7);
+  int cases = 0;
+  for (int experts : {1, 8, 128, 1024}) {
+    for (std::int64_t pairs : {std::int64_t(0), std::int64_t(1), std::int64_t(255), std::int64_t(256),
+                               std::int64_t(257), std::int64_t(32771)}) {
+      for (Routing how : {Routing::kUniform, Routing::kSkewed, Routing::kAllInOne, Routing::kSomeOutOfRange}) {
+        auto perm = moe::DevicePermutation::create(0, 40000, experts);
+        ASSERT_TRUE(perm.ok()) << perm.status().to_string();
+        const std::vector<int> ex = route(pairs, experts, how, rng);
+        const HostSort want = host_sort(ex, experts);
+        DeviceBuffer d_ex(ex.size() * 4), gs(std::size_t(experts) * 4), row_of(ex.size() * 4), pair_of(ex.size() * 4),
+            bad(4), ws(perm->sort_workspace_bytes());
+        upload(d_ex, ex);
+        poison(gs, std::size_t(experts) * 4);
+        poison(row_of, ex.size() * 4);
+        poison(pair_of, ex.size() * 4);
+        poison(bad, 4);
+        const moe::DeviceSortBuffers out{gs.p, row_of.p, pair_of.p, bad.p};
+        Status st = perm->sort(d_ex.p, pairs, out, ws.p, gpu()->stream());
+        ASSERT_TRUE(st.is_ok()) << st.to_string();
+        const std::string what = std::to_string(pairs) + " pairs, " + std::to_string(experts) + " experts, routing " +
+                                 std::to_string(int(how));
+        EXPECT_EQ(download<int>(gs, std::size_t(experts)), want.group_sizes) << what;
+        EXPECT_EQ(download<int>(bad, 1)[0], want.bad) << what;
+        if (pairs > 0) {
+          EXPECT_EQ(download<int>(row_of, ex.size()), want.row_of) << what;
+          EXPECT_EQ(download<int>(pair_of, ex.size()), want.pair_of) << what;
+        }
+        ++cases;
+      }
+    }
+  }
+  EXPECT_EQ(cases, 4 * 6 * 4);
+}
+
+TEST(MoeDevicePermutation, RejectsBadArguments) {
+  REQUIRE_GPU();
+  EXPECT_FALSE(moe::DevicePermutation::create(0, 100, 0).ok());
+  EXPECT_FALSE(moe::DevicePermutation::create(0, 100, 1025).ok());
+  EXPECT_FALSE(moe::DevicePermutation::create(0, -1, 8).ok());
+  auto perm = moe::DevicePermutation::create(0, 100, 8);
+  ASSERT_TRUE(perm.ok()) << perm.status().to_string();
+  DeviceBuffer a(1024), b(1024), c(1024), d(1024), ws(perm->sort_workspace_bytes());
+  const moe::DeviceSortBuffers out{a.p, b.p, c.p, d.p};
+  EXPECT_FALSE(perm->sort(a.p, 101, out, ws.p, nullptr).is_ok());
+  EXPECT_FALSE(perm->sort(nullptr, 10, out, ws.p, nullptr).is_ok());
+  EXPECT_FALSE(perm->gather(a.p, nullptr, out, 30, 4, 8, DType::kF32, b.p, nullptr).is_ok());  // 120 pairs > 100
+  EXPECT_FALSE(perm->gather(a.p, nullptr, out, 10, 4, 8, DType::kF16, b.p, nullptr).is_ok());
+  EXPECT_FALSE(perm->combine(a.p, nullptr, out, 10, 4, 8, DType::kF32, false, b.p, nullptr).is_ok());
+}
+
+float to_f32(std::uint16_t h) {
+  const std::uint32_t u = std::uint32_t(h) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+std::uint16_t to_bf16(float f) {
+  std::uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return std::uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+
+// Values of x / rows / y as f32, from bf16 or f32 storage.
+std::vector<float> as_f32(const std::vector<unsigned char>& bytes, DType dt) {
+  const std::size_t es = dtype_size(dt), n = bytes.size() / es;
+  std::vector<float> v(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (dt == DType::kF32) {
+      std::memcpy(&v[i], bytes.data() + 4 * i, 4);
+    } else {
+      std::uint16_t h;
+      std::memcpy(&h, bytes.data() + 2 * i, 2);
+      v[i] = to_f32(h);
+    }
+  }
+  return v;
+}
+std::vector<unsigned char> from_f32(const std::vector<float>& v, DType dt) {
+  std::vector<unsigned char> b(v.size() * dtype_size(dt));
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (dt == DType::kF32) {
+      std::memcpy(b.data() + 4 * i, &v[i], 4);
+    } else {
+      const std::uint16_t h = to_bf16(v[i]);
+      std::memcpy(b.data() + 2 * i, &h, 2);
+    }
+  }
+  return b;
+}
+
+TEST(MoeDevicePermutation, GatherAndCombineMatchTheHost) {
+  REQUIRE_GPU();
+  workloads::SplitMix64 rng(11);
+  const std::int64_t tokens = 300, top_k = 4, experts = 16, pairs = tokens * top_k;
+  for (DType dt : {DType::kBF16, DType::kF32}) {
+    for (std::int64_t hidden : {std::int64_t(64), std::int64_t(33)}) {
+      for (bool scaled : {false, true}) {
+        for (bool accumulate : {false, true}) {
+          const std::string what = std::string(dtype_name(dt)) + " hidden " + std::to_string(hidden) +
+                                   (scaled ? " scaled" : "") + (accumulate ? " accumulate" : "");
+          auto perm = moe::DevicePermutation::create(0, pairs, experts);
+          ASSERT_TRUE(perm.ok()) << perm.status().to_string();
+          // one pair in 20 routed out of range: no row, no contribution
+          std::vector<int> ex = route(pairs, int(experts), Routing::kSomeOutOfRange, rng);
+          const HostSort hs = host_sort(ex, int(experts));
+          const auto n_x = static_cast<std::size_t>(tokens * hidden);
+          std::vector<float> x(n_x), scale(static_cast<std::size_t>(tokens)), w(static_cast<std::size_t>(pairs)), y0(n_x);
+          for (auto& v : x) v = float(rng.uniform() * 2 - 1);
+          for (auto& v : scale) v = float(0.5 + rng.uniform());
+          for (auto& v : w) v = float(rng.uniform());
+          for (auto& v : y0) v = float(rng.uniform() - 0.5);
+          const auto xb = from_f32(x, dt), y0b = from_f32(y0, dt);
+          const std::size_t es = dtype_size(dt), row_bytes = std::size_t(hidden) * es;
+          DeviceBuffer d_ex(std::size_t(pairs) * 4), gs(std::size_t(experts) * 4), row_of(std::size_t(pairs) * 4),
+              pair_of(std::size_t(pairs) * 4), bad(4), ws(perm->sort_workspace_bytes()), d_x(xb.size()),
+              d_scale(scale.size() * 4), d_w(w.size() * 4), rows(std::size_t(pairs) * row_bytes), y(y0b.size());
+          upload(d_ex, ex);
+          upload(d_x, xb);
+          upload(d_scale, scale);
+          upload(d_w, w);
+          upload(y, y0b);
+          poison(rows, std::size_t(pairs) * row_bytes);
+          const moe::DeviceSortBuffers sorted{gs.p, row_of.p, pair_of.p, bad.p};
+          ASSERT_TRUE(perm->sort(d_ex.p, pairs, sorted, ws.p, gpu()->stream()).is_ok());
+          Status st = perm->gather(d_x.p, scaled ? static_cast<const float*>(d_scale.p) : nullptr, sorted, tokens,
+                                   top_k, hidden, dt, rows.p, gpu()->stream());
+          ASSERT_TRUE(st.is_ok()) << st.to_string();
+          // gather: row r is x[t] (times scale[t], rounded to the row type), rows past the valid ones zero
+          const auto got_rows = as_f32(download<unsigned char>(rows, std::size_t(pairs) * row_bytes), dt);
+          const auto xr = as_f32(xb, dt);
+          std::vector<float> want_rows(std::size_t(pairs * hidden), 0.0f);
+          for (std::int64_t r = 0; r < pairs; ++r) {
+            const int p = hs.pair_of[std::size_t(r)];
+            if (p < 0) continue;
+            const std::int64_t t = p / top_k;
+            for (std::int64_t c = 0; c < hidden; ++c) {
+              const float v = xr[std::size_t(t * hidden + c)] * (scaled ? scale[std::size_t(t)] : 1.0f);
+              want_rows[std::size_t(r * hidden + c)] = dt == DType::kF32 ? v : to_f32(to_bf16(v));
+            }
+          }
+          EXPECT_EQ(got_rows, want_rows) << what;
+          // combine: y[t] (+)= sum_j w[t, j] * rows[row_of[t, j]]
+          st = perm->combine(rows.p, static_cast<const float*>(d_w.p), sorted, tokens, top_k, hidden, dt, accumulate,
+                             y.p, gpu()->stream());
+          ASSERT_TRUE(st.is_ok()) << st.to_string();
+          const auto got_y = as_f32(download<unsigned char>(y, y0b.size()), dt);
+          const auto y0r = as_f32(y0b, dt);
+          double worst = 0;
+          for (std::int64_t t = 0; t < tokens; ++t) {
+            for (std::int64_t c = 0; c < hidden; ++c) {
+              double acc = accumulate ? y0r[std::size_t(t * hidden + c)] : 0.0;
+              for (std::int64_t j = 0; j < top_k; ++j) {
+                const int r = hs.row_of[std::size_t(t * top_k + j)];
+                if (r >= 0) acc += double(w[std::size_t(t * top_k + j)]) * want_rows[std::size_t(r * hidden + c)];
+              }
+              const double g = got_y[std::size_t(t * hidden + c)];
+              worst = std::max(worst, std::abs(g - acc) / (1.0 + std::abs(acc)));
+            }
+          }
+          EXPECT_LT(worst, dt == DType::kF32 ? 1e-5 : 8e-3) << what;
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ragdot
