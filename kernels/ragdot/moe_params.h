@@ -36,4 +36,33 @@ typedef struct RagdotMoeRowsParams {
   int accumulate;          /* combine: add to y (the shared experts' output) instead of overwriting */
 } RagdotMoeRowsParams;
 
+/* Router kinds, as ragdot::workloads::RouterKind numbers them. */
+#define RAGDOT_MOE_ROUTER_SOFTMAX_TOPK 0
+#define RAGDOT_MOE_ROUTER_SOFTMAX_TOPK_RENORMALIZED 1
+#define RAGDOT_MOE_ROUTER_DEEPSEEK_V3 2
+#define RAGDOT_MOE_ROUTER_LLAMA4 3
+#define RAGDOT_MOE_MAX_TOP_K 16
+#define RAGDOT_MOE_ROUTE_WARPS 4 /* tokens per block of ragdot_moe_route */
+
+typedef struct RagdotMoeRouteParams {
+  const float* logits;     /* [tokens, num_experts] */
+  const float* bias;       /* [num_experts] DeepSeek-V3 selection bias, or null */
+  long long tokens;
+  int num_experts;
+  int top_k;
+  int kind;                /* RAGDOT_MOE_ROUTER_* */
+  float scaling;           /* multiplies the combine weights */
+  int* experts;            /* [tokens, top_k] out */
+  float* weights;          /* [tokens, top_k] out */
+  float* input_scale;      /* [tokens] out: Llama-4's sigmoid of the top logit, else 1 */
+} RagdotMoeRouteParams;
+
+typedef struct RagdotMoeSwigluParams {
+  const void* up;          /* [rows, 2 * ffn]: gate columns, then up columns */
+  void* act;               /* [rows, ffn] = silu(gate) * up */
+  long long rows;
+  long long ffn;
+  int elem_bytes;          /* 2 (bf16) or 4 (f32) */
+} RagdotMoeSwigluParams;
+
 #endif

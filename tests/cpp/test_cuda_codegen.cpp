@@ -13,6 +13,7 @@
 #include <regex>
 #include <set>
 #include <thread>
+#include <vector>
 
 #include "backends/cuda/kernel_cache.hpp"
 #include "backends/cuda/kernel_variant.hpp"
@@ -95,17 +96,28 @@ TEST(CudaCodegen, RelayoutCopyCompilesWithoutLocalMemory) {
   }
 }
 
-TEST(CudaCodegen, MoePermutationKernelsCompileWithoutLocalMemory) {
-  for (const char* arch : {"sm_80", "sm_90a"}) {
-    auto k = KernelCache::instance().get("#include \"ragdot/moe_permute.cuh\"\n", "ragdot_moe_permute.cu", arch);
-    ASSERT_TRUE(k.ok()) << arch << ": " << k.status().to_string();
-    EXPECT_EQ(std::string((*k)->cubin.data() + 1, 3), "ELF") << arch;
-    for (const char* fn : {"ragdot_moe_count", "ragdot_moe_offsets", "ragdot_moe_scatter", "ragdot_moe_gather",
-                           "ragdot_moe_combine"}) {
-      const Resources r = resources_of((*k)->log, fn);
-      EXPECT_GT(r.registers, 0) << arch << ": no ptxas report of " << fn << "\n" << (*k)->log;
-      EXPECT_EQ(r.stack, 0) << arch << " " << fn << "\n" << (*k)->log;
-      EXPECT_EQ(r.spill_stores + r.spill_loads, 0) << arch << " " << fn << "\n" << (*k)->log;
+TEST(CudaCodegen, MoeKernelsCompileWithoutLocalMemory) {
+  const struct {
+    const char* header;
+    std::vector<const char*> kernels;
+  } modules[] = {
+      {"moe_permute", {"ragdot_moe_count", "ragdot_moe_offsets", "ragdot_moe_scatter", "ragdot_moe_gather",
+                       "ragdot_moe_combine"}},
+      {"moe_route", {"ragdot_moe_route"}},
+      {"moe_swiglu", {"ragdot_moe_swiglu"}},
+  };
+  for (const auto& m : modules) {
+    const std::string source = std::string("#include \"ragdot/") + m.header + ".cuh\"\n";
+    for (const char* arch : {"sm_80", "sm_90a"}) {
+      auto k = KernelCache::instance().get(source, std::string("ragdot_") + m.header + ".cu", arch);
+      ASSERT_TRUE(k.ok()) << m.header << " " << arch << ": " << k.status().to_string();
+      EXPECT_EQ(std::string((*k)->cubin.data() + 1, 3), "ELF") << arch;
+      for (const char* fn : m.kernels) {
+        const Resources r = resources_of((*k)->log, fn);
+        EXPECT_GT(r.registers, 0) << arch << ": no ptxas report of " << fn << "\n" << (*k)->log;
+        EXPECT_EQ(r.stack, 0) << arch << " " << fn << "\n" << (*k)->log;
+        EXPECT_EQ(r.spill_stores + r.spill_loads, 0) << arch << " " << fn << "\n" << (*k)->log;
+      }
     }
   }
 }

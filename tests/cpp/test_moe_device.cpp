@@ -3,7 +3,8 @@
 // row) for pair counts around the chunk size, 1 to 1024 experts, uniform, skewed and
 // all-in-one routing; the gather (with and without a per-token scale) and the weighted combine
 // (overwrite and accumulate), bf16 and f32, rows that allow 16-byte copies and rows that do
-// not. Outputs are poisoned first. Label "gpu": skipped (not failed) where there is no GPU.
+// not; the routers of every preset kind and SwiGLU against moe/router.cpp and moe/expert_ffn.cpp.
+// Outputs are poisoned first. Label "gpu": skipped (not failed) where there is no GPU.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -12,7 +13,10 @@
 
 #include "backends/cpu/reference.hpp"
 #include "gpu_test_support.hpp"
+#include "moe/device_moe_ops.hpp"
 #include "moe/device_permutation.hpp"
+#include "moe/expert_ffn.hpp"
+#include "moe/router.hpp"
 #include "ragdot/workloads.hpp"
 
 namespace ragdot {
@@ -265,6 +269,93 @@ TEST(MoeDevicePermutation, GatherAndCombineMatchTheHost) {
       }
     }
   }
+}
+
+TEST(MoeDeviceOps, RoutersMatchTheHost) {
+  REQUIRE_GPU();
+  using workloads::RouterKind;
+  workloads::SplitMix64 rng(13);
+  const std::int64_t tokens = 333;
+  const struct {
+    RouterKind kind;
+    std::int64_t experts, k;
+    double scaling;
+  } routers[] = {{RouterKind::kSoftmaxTopK, 8, 2, 1.0},
+                 {RouterKind::kSoftmaxTopKRenormalized, 128, 8, 1.0},
+                 {RouterKind::kDeepSeekV3, 256, 8, 2.5},
+                 {RouterKind::kLlama4, 16, 1, 1.0},
+                 {RouterKind::kSoftmaxTopK, 1024, 16, 1.0}};
+  for (const auto& rt : routers) {
+    const std::string what = "router " + std::to_string(int(rt.kind)) + " experts " + std::to_string(rt.experts) +
+                             " k " + std::to_string(rt.k);
+    auto ops = moe::DeviceMoeOps::create(0, rt.kind, rt.experts, rt.k, rt.scaling);
+    ASSERT_TRUE(ops.ok()) << ops.status().to_string();
+    std::vector<float> logits(static_cast<std::size_t>(tokens * rt.experts)), bias(static_cast<std::size_t>(rt.experts));
+    for (auto& v : logits) v = float(rng.uniform() * 8 - 4);
+    for (auto& v : bias) v = float(rng.uniform() * 0.2 - 0.1);
+    const std::size_t pairs = static_cast<std::size_t>(tokens * rt.k);
+    DeviceBuffer d_logits(logits.size() * 4), d_bias(bias.size() * 4), d_ex(pairs * 4), d_w(pairs * 4),
+        d_scale(static_cast<std::size_t>(tokens) * 4);
+    upload(d_logits, logits);
+    upload(d_bias, bias);
+    poison(d_ex, pairs * 4);
+    poison(d_w, pairs * 4);
+    poison(d_scale, static_cast<std::size_t>(tokens) * 4);
+    Status st = ops->route(static_cast<const float*>(d_logits.p), static_cast<const float*>(d_bias.p), tokens, d_ex.p,
+                           static_cast<float*>(d_w.p), static_cast<float*>(d_scale.p), gpu()->stream());
+    ASSERT_TRUE(st.is_ok()) << st.to_string();
+    const auto got_ex = download<int>(d_ex, pairs);
+    const auto got_w = download<float>(d_w, pairs);
+    const auto got_scale = download<float>(d_scale, static_cast<std::size_t>(tokens));
+    std::vector<double> scratch(static_cast<std::size_t>(rt.experts));
+    std::vector<std::int32_t> want_ex(static_cast<std::size_t>(rt.k));
+    std::vector<float> want_w(static_cast<std::size_t>(rt.k));
+    float want_scale = 0;
+    int mismatched = 0;
+    double worst = 0;
+    for (std::int64_t t = 0; t < tokens; ++t) {
+      moe::route_token(rt.kind, logits.data() + t * rt.experts, bias.data(), rt.experts, rt.k, rt.scaling,
+                       {want_ex.data(), want_w.data(), &want_scale}, scratch.data());
+      for (std::int64_t j = 0; j < rt.k; ++j) {
+        const std::size_t i = static_cast<std::size_t>(t * rt.k + j);
+        if (got_ex[i] != want_ex[static_cast<std::size_t>(j)]) ++mismatched;
+        worst = std::max(worst, double(std::abs(got_w[i] - want_w[static_cast<std::size_t>(j)])));
+      }
+      worst = std::max(worst, double(std::abs(got_scale[static_cast<std::size_t>(t)] - want_scale)));
+    }
+    EXPECT_EQ(mismatched, 0) << what;
+    EXPECT_LT(worst, 2e-5 * rt.scaling) << what;
+  }
+  EXPECT_FALSE(moe::DeviceMoeOps::create(0, RouterKind::kSoftmaxTopK, 8, 9, 1.0).ok());
+  EXPECT_FALSE(moe::DeviceMoeOps::create(0, RouterKind::kSoftmaxTopK, 2048, 8, 1.0).ok());
+}
+
+TEST(MoeDeviceOps, SwigluMatchesTheHost) {
+  REQUIRE_GPU();
+  workloads::SplitMix64 rng(17);
+  auto ops = moe::DeviceMoeOps::create(0, workloads::RouterKind::kSoftmaxTopK, 8, 2, 1.0);
+  ASSERT_TRUE(ops.ok()) << ops.status().to_string();
+  for (DType dt : {DType::kF32, DType::kBF16}) {
+    const std::int64_t rows = 257, ffn = 96;
+    std::vector<float> up(static_cast<std::size_t>(rows * 2 * ffn));
+    for (auto& v : up) v = float(rng.uniform() * 6 - 3);
+    const auto upb = from_f32(up, dt);
+    const auto upr = as_f32(upb, dt);
+    std::vector<float> want(static_cast<std::size_t>(rows * ffn));
+    moe::swiglu(upr.data(), rows, ffn, want.data());
+    const std::size_t act_bytes = want.size() * dtype_size(dt);
+    DeviceBuffer d_up(upb.size()), d_act(act_bytes);
+    upload(d_up, upb);
+    poison(d_act, act_bytes);
+    Status st = ops->swiglu(d_up.p, rows, ffn, dt, d_act.p, gpu()->stream());
+    ASSERT_TRUE(st.is_ok()) << st.to_string();
+    const auto got = as_f32(download<unsigned char>(d_act, act_bytes), dt);
+    double worst = 0;
+    for (std::size_t i = 0; i < want.size(); ++i)
+      worst = std::max(worst, std::abs(double(got[i]) - want[i]) / (1.0 + std::abs(want[i])));
+    EXPECT_LT(worst, dt == DType::kF32 ? 1e-5 : 8e-3) << dtype_name(dt);
+  }
+  EXPECT_FALSE(ops->swiglu(nullptr, 4, 4, DType::kF16, nullptr, nullptr).is_ok());
 }
 
 }  // namespace

@@ -1,0 +1,41 @@
+// The MoE layer's kernels on a GPU besides the permutation and the ragged dots: the router of a
+// preset (kernels/ragdot/moe_route.cuh) and the SwiGLU between the expert GEMMs (moe_swiglu.cuh),
+// enqueued on the caller's stream. The host versions (moe/router.hpp, moe/expert_ffn.hpp) are
+// their oracle.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "ragdot/dtype.hpp"
+#include "ragdot/status.hpp"
+#include "ragdot/workloads.hpp"
+
+namespace ragdot::moe {
+
+class DeviceMoeOps {
+ public:
+  // Loads the kernels on GPU `device` for a router of `experts` experts (at most 1024) and a top-k
+  // of at most 16.
+  static Result<DeviceMoeOps> create(int device, workloads::RouterKind kind, std::int64_t experts, std::int64_t top_k,
+                                     double scaling);
+
+  // logits [tokens, experts] f32 (and bias [experts] f32 or null, DeepSeek-V3's selection bias)
+  // -> experts [tokens, k] int32, weights [tokens, k] f32, input_scale [tokens] f32. Ties go to
+  // the lower expert. `stream` is a CUstream (null: the legacy stream).
+  Status route(const float* logits, const float* bias, std::int64_t tokens, void* experts, float* weights,
+               float* input_scale, void* stream) const;
+  // act [rows, ffn] = silu(gate) * up for up [rows, 2 ffn] = [gate | up], bf16 or f32.
+  Status swiglu(const void* up, std::int64_t rows, std::int64_t ffn, DType dtype, void* act, void* stream) const;
+
+  DeviceMoeOps(DeviceMoeOps&&) noexcept;
+  DeviceMoeOps& operator=(DeviceMoeOps&&) noexcept;
+  ~DeviceMoeOps();
+
+ private:
+  struct State;
+  explicit DeviceMoeOps(std::unique_ptr<State> s);
+  std::unique_ptr<State> s_;
+};
+
+}  // namespace ragdot::moe
