@@ -5,13 +5,19 @@
 // and cublasGemmGroupedBatchedEx. Writes JSON with every case's group sizes so that the Python
 // peers (bench/gpu_peers.py) time exactly the same problems.
 //
-//   gpu_bench --json FILE [--reps N] [--only SUBSTRING] [--quick]
+//   gpu_bench --json FILE [--reps N] [--only SUBSTRING] [--quick] [--sweep "bn=128;bn=256,stages=3"] [--no-peers]
+//
+// --sweep times the cuda backend again under each RAGDOT_CUDA_VARIANT override (';'-separated),
+// in the same process and on the same operands, then the planner's own choice once more, so that
+// the A/B is not confounded by clocks drifting between runs. --no-peers leaves out everything but
+// ragdot's cuda backend and the dense roof (for sweeps and profiles).
 #include <cublas_v2.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <string>
@@ -170,15 +176,24 @@ std::string json_escape(const std::string& s) {
 int main(int argc, char** argv) {
   std::string json_path = "gpu_bench.json", only;
   int reps = 20;
-  bool quick = false;
+  bool quick = false, peers = true;
+  std::vector<std::string> sweep;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--json" && i + 1 < argc) json_path = argv[++i];
     else if (a == "--reps" && i + 1 < argc) reps = std::atoi(argv[++i]);
     else if (a == "--only" && i + 1 < argc) only = argv[++i];
     else if (a == "--quick") quick = true;
-    else {
-      std::fprintf(stderr, "usage: gpu_bench [--json FILE] [--reps N] [--only SUBSTRING] [--quick]\n");
+    else if (a == "--no-peers") peers = false;
+    else if (a == "--sweep" && i + 1 < argc) {
+      const std::string list = argv[++i];
+      for (std::size_t at = 0; at <= list.size();) {
+        const std::size_t end = std::min(list.find(';', at), list.size());
+        if (end > at) sweep.push_back(list.substr(at, end - at));
+        at = end + 1;
+      }
+    } else {
+      std::fprintf(stderr, "usage: gpu_bench [--json FILE] [--reps N] [--only SUBSTRING] [--quick] [--sweep SPECS] [--no-peers]\n");
       return 2;
     }
   }
@@ -317,14 +332,30 @@ int main(int argc, char** argv) {
       continue;
     }
 
+    // the variant sweep: each override, then the planner's choice again (drift check)
+    std::string sweep_json;
+    for (std::size_t i = 0; i <= sweep.size() && !sweep.empty(); ++i) {
+      const bool again = i == sweep.size();
+      if (!again) setenv("RAGDOT_CUDA_VARIANT", sweep[i].c_str(), 1);
+      const BackendTiming t = time_backend(*op, po, args, stream, reps);
+      unsetenv("RAGDOT_CUDA_VARIANT");
+      const std::string label = again ? "default again" : sweep[i];
+      std::fprintf(stderr, "  sweep %-22s %8.3f ms (%4.0f TF/s)  %s%s\n", label.c_str(), t.ms,
+                   t.ms > 0 ? 2.0 * double(M) * double(K) * double(N) / t.ms / 1e9 : 0.0, t.variant.c_str(),
+                   t.error.c_str());
+      sweep_json += std::string(sweep_json.empty() ? "" : ", ") + "{\"spec\": \"" + json_escape(label) +
+                    "\", \"ms\": " + std::to_string(t.ms) + ", \"variant\": \"" + json_escape(t.variant) +
+                    "\", \"error\": \"" + json_escape(t.error) + "\"}";
+    }
+
     // ragdot's vendor-library backend and its GPU padded baseline (dropless: capacity = the largest group)
-    const BackendTiming cublas_t = time_backend(*op, [] {
+    const BackendTiming cublas_t = !peers ? BackendTiming{} : time_backend(*op, [] {
       PlanOptions o;
       o.backend = "cublas";
       o.memory_space = MemorySpace::kDevice;
       return o;
     }(), args, stream, reps);
-    const BackendTiming padded_t = time_backend(*op, [&] {
+    const BackendTiming padded_t = !peers ? BackendTiming{} : time_backend(*op, [&] {
       PlanOptions o;
       o.backend = "padded";
       o.memory_space = MemorySpace::kDevice;
@@ -347,7 +378,7 @@ int main(int argc, char** argv) {
       });
       std::vector<std::int64_t> start(std::size_t(E) + 1, 0);
       for (std::int64_t e = 0; e < E; ++e) start[e + 1] = start[e] + sizes[e];
-      loop_ms = time_ms(stream, reps, [&] {
+      if (peers) loop_ms = time_ms(stream, reps, [&] {
         for (std::int64_t e = 0; e < E; ++e) {
           if (sizes[e] == 0) continue;
           CUBLAS(cublasGemmEx(blas, CUBLAS_OP_N, CUBLAS_OP_N, int(N), int(sizes[e]), int(K), &one,
@@ -385,7 +416,7 @@ int main(int argc, char** argv) {
       CU(D->cuMemcpyHtoD(dpa.p, pa.data(), std::size_t(groups) * 8));
       CU(D->cuMemcpyHtoD(dpb.p, pb.data(), std::size_t(groups) * 8));
       CU(D->cuMemcpyHtoD(dpc.p, pc.data(), std::size_t(groups) * 8));
-      grouped_ms = time_ms(stream, reps, [&] {
+      if (peers) grouped_ms = time_ms(stream, reps, [&] {
         CUBLAS(cublasGemmGroupedBatchedEx(blas, ta.data(), tb.data(), mm.data(), nn.data(), kk.data(), alpha.data(),
                                           static_cast<const void* const*>(dpa.ptr()), CUDA_R_16BF, lda.data(),
                                           static_cast<const void* const*>(dpb.ptr()), CUDA_R_16BF, ldb.data(),
@@ -407,13 +438,14 @@ int main(int argc, char** argv) {
                      "\"cublas_grouped\": %.5f, \"ragdot_cublas\": %.5f, \"ragdot_padded_gpu\": %.5f}, "
                      "\"bridge_ms\": {\"ragdot_cublas\": %.5f, \"ragdot_padded_gpu\": %.5f}, "
                      "\"variants\": {\"ragdot_cublas\": \"%s\", \"ragdot_padded_gpu\": \"%s\"}, "
-                     "\"errors\": {\"ragdot_cublas\": \"%s\", \"ragdot_padded_gpu\": \"%s\"}, \"group_sizes\": [",
+                     "\"errors\": {\"ragdot_cublas\": \"%s\", \"ragdot_padded_gpu\": \"%s\"}, \"sweep\": [%s], "
+                     "\"group_sizes\": [",
                  first_case ? "" : ",\n", bc.name.c_str(), bc.preset.c_str(), (long long)bc.tokens, bc.gemm.c_str(),
                  bc.mode, bc.skew, (long long)M, (long long)K, (long long)N, (long long)E, (long long)active,
                  (long long)max_rows, flops, bytes, json_escape(plan->variant()).c_str(), plan_first_ms, plan_disk_ms,
                  plan_mem_ms, ragdot_ms, dense_ms, loop_ms, grouped_ms, cublas_t.ms, padded_t.ms, cublas_t.bridge_ms,
                  padded_t.bridge_ms, json_escape(cublas_t.variant).c_str(), json_escape(padded_t.variant).c_str(),
-                 json_escape(cublas_t.error).c_str(), json_escape(padded_t.error).c_str());
+                 json_escape(cublas_t.error).c_str(), json_escape(padded_t.error).c_str(), sweep_json.c_str());
     for (std::size_t i = 0; i < sizes.size(); ++i) std::fprintf(js, "%s%lld", i ? ", " : "", (long long)sizes[i]);
     std::fprintf(js, "]}");
     std::fflush(js);

@@ -30,6 +30,8 @@ inline std::string nvrtc_library() { return get("RAGDOT_NVRTC_LIBRARY").value_or
 inline std::optional<std::string> cublas_library() { return get("RAGDOT_CUBLAS_LIBRARY"); }
 // RAGDOT_CUDA_ARCH: compile GPU kernels for this architecture instead of the device's ("sm_80").
 inline std::optional<std::string> cuda_arch() { return get("RAGDOT_CUDA_ARCH"); }
+// RAGDOT_CUDA_VARIANT: override the cuda backend's tile choice ("bn=128,stages=4"), for tuning.
+inline std::optional<std::string> cuda_variant() { return get("RAGDOT_CUDA_VARIANT"); }
 // RAGDOT_CHECKED: verify group sizes on the device at execute time (like PlanOptions::checked).
 inline bool checked() { return flag("RAGDOT_CHECKED"); }
 // RAGDOT_DEBUG: say once, on stderr, why an op was not taken by a backend or a lowering.

@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -217,6 +218,34 @@ std::string run_and_capture(const std::string& command) {
 // The Hopper variants must really run on the wgmma tensor-core path (HGMMA in the machine code),
 // load through TMA (UTMALDG), wait on mbarriers (SYNCS), keep registers out of local memory, and
 // have setmaxnreg honoured (ptxas warns with C7508 when it is not).
+TEST(CudaCodegen, VariantOverrideChangesTheTileOrSaysWhatIsWrong) {
+  const DeviceTraits hopper{9, 0, 227 * 1024};
+  const auto variants = all_variants(hopper);
+  const auto wgmma = std::find_if(variants.begin(), variants.end(),
+                                  [](const KernelVariant& v) { return v.family == KernelFamily::kWgmma && v.bn == 256; });
+  const auto simt = std::find_if(variants.begin(), variants.end(),
+                                 [](const KernelVariant& v) { return v.family == KernelFamily::kSimt; });
+  ASSERT_NE(wgmma, variants.end());
+  ASSERT_NE(simt, variants.end());
+  auto v = override_variant(*wgmma, "bn=128", hopper);
+  ASSERT_TRUE(v.ok()) << v.status().to_string();
+  EXPECT_EQ(v->bn, 128);
+  EXPECT_GT(v->stages, wgmma->stages);  // a smaller stage fits more of them
+  v = override_variant(*wgmma, "bn=192,stages=3", hopper);
+  ASSERT_TRUE(v.ok()) << v.status().to_string();
+  EXPECT_EQ(v->bn, 192);
+  EXPECT_EQ(v->stages, 3);
+  EXPECT_TRUE(compile_to_cubin(generate_source(*v), "ragdot_kernel.cu", embedded_kernel_headers(), "sm_90a").ok());
+  for (const char* bad : {"bn=100", "bn=512", "stages=1", "stages=9", "bm=64", "bn", "bn=12x"}) {
+    auto r = override_variant(*wgmma, bad, hopper);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.status().message().find("RAGDOT_CUDA_VARIANT"), std::string::npos) << r.status().to_string();
+  }
+  EXPECT_FALSE(override_variant(*wgmma, "stages=8", hopper).ok());  // 8 x 48 KiB does not fit
+  EXPECT_FALSE(override_variant(*simt, "stages=2", hopper).ok());
+  EXPECT_FALSE(override_variant(*simt, "bn=128", hopper).ok());
+}
+
 TEST(CudaCodegen, HopperVariantsUseWgmmaAndTma) {
   const std::string cuobjdump = find_cuobjdump();
   ASSERT_FALSE(cuobjdump.empty()) << "cuobjdump not found: pip install nvidia-cuda-cuobjdump, or set RAGDOT_CUOBJDUMP";

@@ -226,6 +226,9 @@ class CudaBackend final : public Backend {
     const auto& p = r.problem;
     RAGDOT_ASSIGN_OR_RETURN(const Device* dev, cuda::device(r.options.device));
     RAGDOT_ASSIGN_OR_RETURN(KernelVariant v, cuda::choose_variant(p, dev->traits));
+    if (auto spec = env::cuda_variant()) {
+      RAGDOT_ASSIGN_OR_RETURN(v, cuda::override_variant(v, *spec, dev->traits));
+    }
     RAGDOT_ASSIGN_OR_RETURN(std::shared_ptr<const LoadedKernel> k, cuda::load_kernel(*dev, v));
     const std::int64_t smem = v.dynamic_smem_bytes(p.num_groups, p.computed_groups);
     RAGDOT_RETURN_IF_ERROR(cuda::reserve_dynamic_smem(*dev, *k, smem));

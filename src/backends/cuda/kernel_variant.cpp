@@ -1,6 +1,7 @@
 #include "backends/cuda/kernel_variant.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <sstream>
 
 namespace ragdot::cuda {
@@ -255,6 +256,36 @@ Result<KernelVariant> choose_variant(const core::GroupGemmProblem& p, const Devi
     if (v.stages >= 2) return v;
   }
   return simt_variant(mode, p.lhs_dtype, p.rhs_dtype, p.out_dtype);
+}
+
+Result<KernelVariant> override_variant(const KernelVariant& v, const std::string& spec, const DeviceTraits& d) {
+  KernelVariant out = v;
+  std::istringstream items(spec);
+  std::string item;
+  while (std::getline(items, item, ',')) {
+    if (item.empty()) continue;
+    const auto eq = item.find('=');
+    const std::string key = item.substr(0, eq);
+    const std::string text = eq == std::string::npos ? "" : item.substr(eq + 1);
+    char* end = nullptr;
+    const long value = std::strtol(text.c_str(), &end, 10);
+    if (text.empty() || *end != '\0') return invalid_argument("RAGDOT_CUDA_VARIANT: '" + item + "' is not key=integer");
+    if (key == "bn") {
+      if (out.family != KernelFamily::kWgmma) return invalid_argument("RAGDOT_CUDA_VARIANT: bn applies to the wgmma family only, the plan's variant is " + v.name());
+      if (value < 64 || value > 256 || value % 64 != 0) return invalid_argument("RAGDOT_CUDA_VARIANT: bn must be 64, 128, 192 or 256, got " + text);
+      out.bn = int(value);
+      out.stages = wgmma_stages(out.bn, d);
+    } else if (key == "stages") {
+      if (out.family == KernelFamily::kSimt) return invalid_argument("RAGDOT_CUDA_VARIANT: the simt family has no stages");
+      if (value < 2 || value > 8) return invalid_argument("RAGDOT_CUDA_VARIANT: stages must be 2 to 8, got " + text);
+      out.stages = int(value);
+    } else {
+      return invalid_argument("RAGDOT_CUDA_VARIANT: unknown key '" + key + "' (known: bn, stages)");
+    }
+  }
+  if (out.dynamic_smem_bytes(kMaxGroupsPlusLocal / 2, kMaxGroupsPlusLocal / 2) > d.max_dynamic_smem)
+    return invalid_argument("RAGDOT_CUDA_VARIANT: " + out.name() + " needs more shared memory than the device has");
+  return out;
 }
 
 std::vector<KernelVariant> all_variants(const DeviceTraits& d) {

@@ -49,6 +49,12 @@ struct DeviceTraits {
 // take it (the caller then falls through to the next backend).
 Result<KernelVariant> choose_variant(const core::GroupGemmProblem& p, const DeviceTraits& device);
 
+// Applies a tuning override ("bn=128,stages=6"; RAGDOT_CUDA_VARIANT) to a chosen variant: `bn`
+// (wgmma family: 64, 128, 192 or 256) and `stages` (mma and wgmma families: 2 to 8, as far as
+// shared memory allows). A key the variant's family does not have, or a value out of range, is an
+// error that names it, so a typo never silently measures the default.
+Result<KernelVariant> override_variant(const KernelVariant& v, const std::string& spec, const DeviceTraits& device);
+
 // Every variant choose_variant can return for a device (CI compiles them all).
 std::vector<KernelVariant> all_variants(const DeviceTraits& device);
 

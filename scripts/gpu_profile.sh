@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# What a kernel change should be judged by, on a GPU machine: Nsight Compute's hardware counters
+# for ragdot's group-GEMM kernel (and for the dense cuBLAS GEMM of the same case, the roof) on
+# chosen benchmark cases, then a sweep of kernel variants (RAGDOT_CUDA_VARIANT) timed in one process
+# beside the planner's own choice. Uses the programs of .devbin/ (scripts/gpu_bundle.sh).
+# Writes ncu_<case>.txt, sweep.json and sweep.txt to $OUT.
+#
+#   OUT=/some/dir scripts/gpu_profile.sh [--cases "mixtral prefill up|deepseek-v3 prefill up"]
+#                                        [--sweep "bn=128;bn=256,stages=3"] [--no-ncu]
+set -uo pipefail
+cd "$(dirname "$0")/.."
+. scripts/gpu_log.sh profile_log.txt
+cases="mixtral prefill up|deepseek-v3 prefill up|deepseek-v3 wgrad up|qwen3 prefill up|mixtral decode up"
+sweep="" run_ncu=1
+while [ $# -gt 0 ]; do
+  case $1 in
+    --cases) cases=$2; shift ;;
+    --sweep) sweep=$2; shift ;;
+    --no-ncu) run_ncu=0 ;;
+  esac
+  shift
+done
+export PATH=/usr/local/cuda/bin:$PATH
+export RAGDOT_CACHE_DIR=${RAGDOT_CACHE_DIR:-/tmp/ragdot-cache}
+BIN=.devbin
+say "date $(date -u '+%F %T') commit $(cat $BIN/commit 2>/dev/null | tr '\n' ' ')"
+
+if [ $run_ncu = 1 ]; then
+  sections="--section SpeedOfLight --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis
+    --section WarpStateStats --section SchedulerStats --section Occupancy --section LaunchStats"
+  IFS='|' read -r -a list <<< "$cases"
+  for c in "${list[@]}"; do
+    slug=$(echo "$c" | tr ' ' '_' | tr -cd 'A-Za-z0-9_.-')
+    say "ncu: $c"
+    # the 4th launch of ragdot's kernel (the first ones load the module and warm the clocks)
+    # shellcheck disable=SC2086  # one word per section flag
+    timeout 240 ncu --clock-control none --kernel-name ragdot_group_gemm --launch-skip 3 --launch-count 1 $sections \
+      --metrics dram__bytes_read.sum,dram__bytes_write.sum,lts__t_bytes.sum \
+      "$BIN/gpu_bench" --only "$c" --reps 3 --no-peers --json /tmp/profile_bench.json > "$OUT/ncu_$slug.txt" 2>&1
+    echo "ncu $c exit $?" >> "$LOG"
+  done
+  # the dense cuBLAS GEMM of the first case: what the same FLOPs look like on the vendor's kernel
+  say "ncu: dense roof of ${list[0]}"
+  # shellcheck disable=SC2086
+  timeout 240 ncu --clock-control none --kernel-name regex:'^(nvjet|sm90|cutlass|xmma)' --launch-skip 3 \
+    --launch-count 1 $sections --metrics dram__bytes_read.sum,dram__bytes_write.sum,lts__t_bytes.sum \
+    "$BIN/gpu_bench" --only "${list[0]}" --reps 3 --no-peers --json /tmp/profile_bench.json > "$OUT/ncu_dense.txt" 2>&1
+  echo "ncu dense exit $?" >> "$LOG"
+fi
+
+if [ -n "$sweep" ]; then
+  say "variant sweep: $sweep"
+  timeout 400 "$BIN/gpu_bench" --no-peers --sweep "$sweep" --reps 10 --json "$OUT/sweep.json" 2> "$OUT/sweep.txt"
+  echo "sweep exit $?" >> "$LOG"
+fi
+say "done"
