@@ -323,6 +323,8 @@ int main(int argc, char** argv) {
     args.group_sizes = {gs.ptr(), gs.bytes, MemorySpace::kDevice};
     args.out = {bc.mode == 1 ? y.ptr() : w.ptr(), bc.mode == 1 ? y.bytes : w.bytes, MemorySpace::kDevice};
     args.stream = stream;
+    DevBuf ws(plan->workspace_bytes());
+    args.workspace = {ws.ptr(), plan->workspace_bytes(), MemorySpace::kDevice};
     Status st;
     const double ragdot_ms = time_ms(stream, reps, [&] {
       st = plan->execute(args);

@@ -11,6 +11,7 @@ struct RagdotKernelParams {
   const void* group_sizes;   // int32 or int64, [gs_rows, num_groups], on the device
   const int* group_offset;   // int32[1] on the device, or null
   void* out;
+  int* tile_counter;         // wgmma family: a zeroed int32 on the device, from which CTAs take tiles in order
 
   // element strides of the per-group GEMM (see GroupGemmProblem)
   long long lhs_m, lhs_k;

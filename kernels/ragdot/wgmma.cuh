@@ -106,6 +106,15 @@ __device__ __forceinline__ u64 smem_desc(u32 addr, u32 leading_bytes, u32 stride
   return d;
 }
 
+// The tile indices in flight from the producer to the consumers (-1 ends the stream), with a
+// full/empty mbarrier pair per slot. One per CTA, at a fixed shared-memory address.
+template <int kSlots>
+struct TileRing {
+  int slot[kSlots];
+  u64 full[kSlots], empty[kSlots];
+};
+__shared__ __align__(8) TileRing<4> tile_ring;
+
 template <class V, class Mma>
 struct Kernel {
   static constexpr int kBM = 128, kBN = V::kBN, kBK = 64, kStages = V::kStages;
@@ -113,6 +122,7 @@ struct Kernel {
   static constexpr int kATileBytes = kBM * kBK * 2, kBTileBytes = kBN * kBK * 2;
   static constexpr int kStageBytes = kATileBytes + kBTileBytes;
   static constexpr int kAcc = kBN / 2;  // f32 accumulators per consumer thread (64 x kBN / 128)
+  static constexpr int kTileSlots = 4;  // tile indices the producer may hand out ahead of the consumers (tile_ring)
   static_assert(kBN % 64 == 0 && kBN <= 256, "tile n");
   static_assert(V::kMode == 1 || (V::kMode == 2 && !V::kBKMajor), "mode 2 reads both operands MN-major");
   typedef Scheduler<V::kMode, kBM, kBN, kThreads> Sched;
@@ -133,6 +143,10 @@ struct Kernel {
         mbar_init(smem_address(&full_bar[s]), 1);
         mbar_init(smem_address(&empty_bar[s]), 2);  // one arrival per consumer warpgroup
       }
+      for (int s = 0; s < kTileSlots; ++s) {
+        mbar_init(smem_address(&tile_ring.full[s]), 1);
+        mbar_init(smem_address(&tile_ring.empty[s]), 256);  // every consumer thread, once it has read the slot
+      }
       asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
       prefetch_map(map_a);
       prefetch_map(map_b);
@@ -148,11 +162,33 @@ struct Kernel {
     }
   }
 
+  // Producer side: the n-th tile this CTA runs.
+  static __device__ __forceinline__ i64 next_tile(const RagdotKernelParams& p, const Sched& sched, u32 n) {
+    TileRing<kTileSlots>& r = tile_ring;
+    const i64 t = atomicAdd(p.tile_counter, 1);  // the host always gives this family a counter
+    const u32 s = n % kTileSlots, phase = (n / kTileSlots) & 1;
+    mbar_wait(smem_address(&r.empty[s]), phase ^ 1);
+    r.slot[s] = t < sched.total_tiles ? (int)t : -1;
+    mbar_arrive(smem_address(&r.full[s]));  // release: the slot's value is visible to the waiting consumers
+    return t;
+  }
+  // Consumer side: the n-th tile, or -1 at the end.
+  static __device__ __forceinline__ int take_tile(u32 n) {
+    TileRing<kTileSlots>& r = tile_ring;
+    const u32 s = n % kTileSlots, phase = (n / kTileSlots) & 1;
+    mbar_wait(smem_address(&r.full[s]), phase);
+    const int t = *(volatile int*)&r.slot[s];
+    mbar_arrive(smem_address(&r.empty[s]));
+    return t;
+  }
+
   static __device__ __forceinline__ void produce(const RagdotKernelParams& p, const Sched& sched,
                                                  const TensorMap* map_a, const TensorMap* map_b, u32 ring,
                                                  u64* full_bar, u64* empty_bar) {
     u32 it = 0;
-    for (i64 t = blockIdx.x; t < sched.total_tiles; t += gridDim.x) {
+    for (u32 n = 0;; ++n) {
+      const i64 t = next_tile(p, sched, n);
+      if (t >= sched.total_tiles) break;
       const Tile tile = sched.tile(p, t);
       if (tile.zero) continue;
       const int k_tiles = (int)ceil_div(tile.k_len, kBK);
@@ -185,6 +221,49 @@ struct Kernel {
     }
   }
 
+  // f32 outputs: each lane stores its accumulator pairs as they lie (8 bytes), so a quad of lanes
+  // writes 32 contiguous bytes of a row, one whole L2 sector.
+  static __device__ __forceinline__ void store_tile(float* otile, i64 out_m, int r0, int lane, i64 rows_here,
+                                                    i64 cols_lim, const float (&acc)[kAcc], F32) {
+    const int c2 = (lane & 3) * 2;
+#pragma unroll
+    for (int j = 0; j < kBN / 8; ++j) {
+      const int c = j * 8 + c2;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int r = r0 + h * 8;
+        if (c < cols_lim && r < rows_here) store_pair(otile + r * out_m + c, acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1], F32());
+      }
+    }
+  }
+  // 16-bit outputs: a lane's pair is only 4 bytes, so neighbouring lanes first swap halves of two
+  // 8-column blocks (one shuffle): each lane then holds 4 adjacent columns and stores 8 bytes, and
+  // a quad again writes 32 contiguous bytes of a row per store, with half the store instructions.
+  // Lane 4q+i holds, of blocks j and j+1, columns 2i..2i+1; after the swap it holds block j + (i&1),
+  // columns 4(i>>1)..4(i>>1)+3. Columns come in multiples of 8 (the planner's rule), so a lane's
+  // 4 columns are either all inside the output or all past its edge.
+  template <class T>
+  static __device__ __forceinline__ void store_tile(u16* otile, i64 out_m, int r0, int lane, i64 rows_here,
+                                                    i64 cols_lim, const float (&acc)[kAcc], T) {
+    const bool odd = lane & 1;
+    const int c4 = (lane & 1) * 8 + (lane & 2) * 2;
+#pragma unroll
+    for (int j = 0; j < kBN / 8; j += 2) {
+      const int c = j * 8 + c4;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const u32 w0 = pack2(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1], T());
+        const u32 w1 = pack2(acc[4 * j + 4 + 2 * h], acc[4 * j + 4 + 2 * h + 1], T());
+        const u32 got = __shfl_xor_sync(0xffffffffu, odd ? w0 : w1, 1);
+        const int r = r0 + h * 8;
+        if (c < cols_lim && r < rows_here) {
+          const u32 lo = odd ? got : w0, hi = odd ? w1 : got;
+          asm volatile("st.global.v2.b32 [%0], {%1, %2};\n" ::"l"(otile + r * out_m + c), "r"(lo), "r"(hi) : "memory");
+        }
+      }
+    }
+  }
+
   // Mode 2: k rows [valid, 64) of a stage belong to the next group (or lie past the tensor):
   // the 256 consumer threads write zeros over them in A and B. In both operands a k row is one
   // 128-byte line of each 64-wide chunk, and the swizzle only permutes 16-byte pieces within a
@@ -207,17 +286,24 @@ struct Kernel {
     O* out = (O*)p.out;
     u32 it = 0;
     float acc[kAcc];
-    for (i64 t = blockIdx.x; t < sched.total_tiles; t += gridDim.x) {
-      const Tile tile = sched.tile(p, t);
-      const i64 cols_lim = p.n - tile.n0;
-      const i64 rows_here = imin((i64)kBM, tile.row_end - tile.m0) - wg * 64;  // this warpgroup's rows
-      O* otile = out + tile_out_offset<V::kMode>(p, tile) + wg * 64 * p.out_m;  // the family's out_n is 1
-      const int k_tiles = tile.zero ? 0 : (int)ceil_div(tile.k_len, kBK);
-      // Mode 1: a group's last tile often has 64 rows or fewer; the warpgroup whose rows all lie
-      // past the group's end keeps the pipeline's barriers but issues no wgmma, which halves that
-      // tile's tensor-core time (groups of ~128 rows, as in deepseek-v3, have many such tiles).
-      // Mode 2: both warpgroups take every k tile, since they zero its tail together.
-      const bool idle = (V::kMode == 1 && rows_here <= 0) || k_tiles == 0;
+    for (u32 n = 0;; ++n) {
+      const int t = take_tile(n);
+      if (t < 0) break;
+      // Only what the k loop needs stays live across it (the accumulators take most registers);
+      // the epilogue looks the tile up again.
+      int k_tiles, k_len;
+      bool idle;
+      {
+        const Tile tile = sched.tile(p, t);
+        const i64 rows_here = imin((i64)kBM, tile.row_end - tile.m0) - wg * 64;  // this warpgroup's rows
+        k_len = (int)tile.k_len;
+        k_tiles = tile.zero ? 0 : (int)ceil_div(tile.k_len, kBK);
+        // Mode 1: a group's last tile often has 64 rows or fewer; the warpgroup whose rows all lie
+        // past the group's end keeps the pipeline's barriers but issues no wgmma, which halves that
+        // tile's tensor-core time (groups of ~128 rows, as in deepseek-v3, have many such tiles).
+        // Mode 2: both warpgroups take every k tile, since they zero its tail together.
+        idle = (V::kMode == 1 && rows_here <= 0) || k_tiles == 0;
+      }
       // Zeroed on every path, outside any branch: accumulators defined on a divergent path make
       // ptxas serialize the wgmma pipeline (warning C7520).
 #pragma unroll
@@ -236,7 +322,7 @@ struct Kernel {
           mbar_wait(smem_address(&full_bar[s]), phase);
           const u32 a_tile = ring + s * kStageBytes + wg * (64 * 128), b_tile = ring + s * kStageBytes + kATileBytes;
           if (V::kMode == 2) {
-            const int valid = (int)imin(tile.k_len - (i64)kt * kBK, (i64)kBK);
+            const int valid = imin(k_len - kt * kBK, kBK);
             if (valid < kBK) zero_k_tail(ring + s * kStageBytes, valid);
           }
 #pragma unroll
@@ -264,17 +350,12 @@ struct Kernel {
       }
       // epilogue: accumulator pair (4j + 2h, 4j + 2h + 1) is row 16*warp + lane/4 + 8h,
       // columns 8j + 2*(lane%4) + {0, 1}
-      const int r0 = warp * 16 + (lane >> 2), c2 = (lane & 3) * 2;
-#pragma unroll
-      for (int j = 0; j < kBN / 8; ++j) {
-        const int c = j * 8 + c2;
-        if (c >= cols_lim) continue;
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int r = r0 + h * 8;
-          if (r < rows_here) store_pair(otile + r * p.out_m + c, acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1], typename V::Out());
-        }
-      }
+      const Tile tile = sched.tile(p, t);
+      const i64 cols_lim = p.n - tile.n0;
+      const i64 rows_here = imin((i64)kBM, tile.row_end - tile.m0) - wg * 64;  // this warpgroup's rows
+      O* otile = out + tile_out_offset<V::kMode>(p, tile) + wg * 64 * p.out_m;  // the family's out_n is 1
+      const int r0 = warp * 16 + (lane >> 2);
+      store_tile(otile, p.out_m, r0, lane, rows_here, cols_lim, acc, typename V::Out());
     }
   }
 };

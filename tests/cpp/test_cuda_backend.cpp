@@ -298,10 +298,11 @@ struct FixtureOnDevice {
     RAGDOT_RETURN_IF_ERROR(gpu()->download(out.data(), dout.p, out.size() * 2));
     return rel_error(out, f.expected(oracle_sizes));
   }
-  DeviceBuffer dl, dr, dg, dout;
+  static constexpr std::size_t kWorkspaceBytes = 4096;  // the fixture's plans need 512 bytes at most
+  DeviceBuffer dl, dr, dg, dout, dws;
   explicit FixtureOnDevice(const GraphFixture& fixture)
       : f(fixture), dl(f.lhs.size() * 2), dr(f.rhs.size() * 2), dg(std::size_t(f.g) * 4),
-        dout(std::size_t(f.m * f.n) * 2) {}
+        dout(std::size_t(f.m * f.n) * 2), dws(kWorkspaceBytes) {}
   Status upload_inputs() const {
     Status st = gpu()->upload(dl.p, f.lhs.data(), f.lhs.size() * 2);
     return st.is_ok() ? gpu()->upload(dr.p, f.rhs.data(), f.rhs.size() * 2) : st;
@@ -312,6 +313,7 @@ struct FixtureOnDevice {
     a.rhs = {dr.p, f.rhs.size() * 2, MemorySpace::kDevice};
     a.group_sizes = {dg.p, std::size_t(f.g) * 4, MemorySpace::kDevice};
     a.out = {dout.p, std::size_t(f.m * f.n) * 2, MemorySpace::kDevice};
+    a.workspace = {dws.p, kWorkspaceBytes, MemorySpace::kDevice};
     a.stream = stream;
     return a;
   }

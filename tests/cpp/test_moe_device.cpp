@@ -311,18 +311,41 @@ TEST(MoeDeviceOps, RoutersMatchTheHost) {
     std::vector<std::int32_t> want_ex(static_cast<std::size_t>(rt.k));
     std::vector<float> want_w(static_cast<std::size_t>(rt.k));
     float want_scale = 0;
-    int mismatched = 0;
+    // The selection score in float64, as the host router ranks experts. The device ranks in float32,
+    // so two experts whose scores lie within float32 rounding may come out in either order: such a
+    // swap is allowed (and that token's weights then differ legitimately); any other difference is not.
+    auto score = [&](std::int64_t t, std::int32_t e) {
+      const double z = logits[static_cast<std::size_t>(t * rt.experts + e)];
+      return rt.kind == RouterKind::kDeepSeekV3 ? 1.0 / (1.0 + std::exp(-z)) + bias[static_cast<std::size_t>(e)] : z;
+    };
+    int mismatched = 0, near_ties = 0;
     double worst = 0;
     for (std::int64_t t = 0; t < tokens; ++t) {
       moe::route_token(rt.kind, logits.data() + t * rt.experts, bias.data(), rt.experts, rt.k, rt.scaling,
                        {want_ex.data(), want_w.data(), &want_scale}, scratch.data());
+      bool tie_flipped = false;
       for (std::int64_t j = 0; j < rt.k; ++j) {
         const std::size_t i = static_cast<std::size_t>(t * rt.k + j);
-        if (got_ex[i] != want_ex[static_cast<std::size_t>(j)]) ++mismatched;
+        const std::int32_t got = got_ex[i], want = want_ex[static_cast<std::size_t>(j)];
+        if (got == want) continue;
+        if (got >= 0 && got < rt.experts && std::abs(score(t, got) - score(t, want)) <= 1e-6) {
+          tie_flipped = true;
+          ++near_ties;
+          continue;
+        }
+        if (++mismatched <= 3)
+          ADD_FAILURE() << what << ": token " << t << " slot " << j << " got expert " << got << " (score "
+                        << (got >= 0 && got < rt.experts ? score(t, got) : -1.0) << "), want " << want << " (score "
+                        << score(t, want) << ")";
+      }
+      if (tie_flipped) continue;
+      for (std::int64_t j = 0; j < rt.k; ++j) {
+        const std::size_t i = static_cast<std::size_t>(t * rt.k + j);
         worst = std::max(worst, double(std::abs(got_w[i] - want_w[static_cast<std::size_t>(j)])));
       }
       worst = std::max(worst, double(std::abs(got_scale[static_cast<std::size_t>(t)] - want_scale)));
     }
+    EXPECT_LE(near_ties, 4) << what << ": more float32 near-ties than rounding explains";
     EXPECT_EQ(mismatched, 0) << what;
     EXPECT_LT(worst, 2e-5 * rt.scaling) << what;
   }

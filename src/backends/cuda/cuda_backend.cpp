@@ -38,6 +38,7 @@ std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; 
 std::size_t align256(std::size_t x) { return (x + 255) / 256 * 256; }
 
 constexpr std::size_t kCheckFlagBytes = 256;
+constexpr std::size_t kTileCounterBytes = 256;
 constexpr int kRelayoutThreads = 256;
 
 // One operand's relayout copy: its argument block (pointers filled at execute) and where in the
@@ -120,6 +121,11 @@ class CudaPlan final : public detail::BackendPlan {
     graph_safe = !checked;
     needs_host_sync = checked;
     std::size_t ws = checked ? kCheckFlagBytes : 0;
+    // the wgmma family hands out tiles in order from a counter, zeroed before each launch
+    if (v.family == cuda::KernelFamily::kWgmma) {
+      tile_counter_offset_ = ws;
+      ws += kTileCounterBytes;
+    }
     for (std::optional<RelayoutCopy>* c : {&lhs_copy_, &rhs_copy_}) {
       if (!*c) continue;
       (*c)->offset = ws;
@@ -166,6 +172,11 @@ class CudaPlan final : public detail::BackendPlan {
     }
     if (lhs_copy_) RAGDOT_RETURN_IF_ERROR(copy_operand(*lhs_copy_, a.lhs.data, a.workspace.data, stream, &k.lhs));
     if (rhs_copy_) RAGDOT_RETURN_IF_ERROR(copy_operand(*rhs_copy_, a.rhs.data, a.workspace.data, stream, &k.rhs));
+    if (tile_counter_offset_) {
+      const CUdeviceptr counter = reinterpret_cast<CUdeviceptr>(a.workspace.data) + *tile_counter_offset_;
+      RAGDOT_CU_RETURN_IF_ERROR(d->cuMemsetD32Async(counter, 0, 1, stream), "cuMemsetD32Async (tile counter)");
+      k.tile_counter = reinterpret_cast<int*>(counter);
+    }
     cuda::OperandMaps maps;
     void* args[] = {&k, &maps.a, &maps.b};
     if (variant_.family == cuda::KernelFamily::kWgmma)
@@ -205,6 +216,7 @@ class CudaPlan final : public detail::BackendPlan {
   bool has_offset_;
   std::optional<RelayoutCopy> lhs_copy_, rhs_copy_;
   CUfunction relayout_ = nullptr;
+  std::optional<std::size_t> tile_counter_offset_;  // in the workspace
 };
 
 class CudaBackend final : public Backend {
