@@ -21,6 +21,7 @@
 #include <cstring>
 #include <ctime>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "backends/cuda/cuda_driver.hpp"
@@ -79,12 +80,12 @@ double wall_ms(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// Median milliseconds of `fn` over `reps` timed runs after warm-up, with CUDA events.
+// Milliseconds of `reps` timed runs of `fn` after warm-up (at least 3 runs and `warm_ms`, so that
+// clocks have settled), each bracketed by CUDA events.
 template <class F>
-double time_ms(CUstream s, int reps, F&& fn) {
-  // warm-up: at least 3 runs and 150 ms, so that clocks have settled before the first timed run
+std::vector<float> time_runs(CUstream s, int reps, F&& fn, double warm_ms = 150.0) {
   const auto warm_start = std::chrono::steady_clock::now();
-  for (int i = 0; i < 3 || wall_ms(warm_start) < 150.0; ++i) {
+  for (int i = 0; i < 3 || wall_ms(warm_start) < warm_ms; ++i) {
     fn();
     if (i % 4 == 3) CU(D->cuStreamSynchronize(s));
   }
@@ -104,8 +105,33 @@ double time_ms(CUstream s, int reps, F&& fn) {
   }
   D->cuEventDestroy(a);
   D->cuEventDestroy(b);
+  return t;
+}
+
+double median(std::vector<float> t) {
   std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
+  return t.empty() ? -1.0 : t[t.size() / 2];
+}
+
+// Median milliseconds of `fn` over `reps` timed runs after warm-up, with CUDA events.
+template <class F>
+double time_ms(CUstream s, int reps, F&& fn) {
+  return median(time_runs(s, reps, fn));
+}
+
+// ragdot and the dense roof timed in alternating rounds (a, b, a, b, a, b), each round warmed up,
+// and each one's median over all its runs: the GPU's clocks drift by 10-15% over a case, and
+// timing one method after the other would hand that drift to the ratio.
+template <class F, class G>
+std::pair<double, double> time_alternating(CUstream s, int reps, F&& a, G&& b, int rounds = 3) {
+  std::vector<float> ta, tb;
+  const int per_round = std::max(1, (reps + rounds - 1) / rounds);
+  for (int r = 0; r < rounds; ++r) {
+    const double warm = r == 0 ? 150.0 : 30.0;
+    for (float x : time_runs(s, per_round, a, warm)) ta.push_back(x);
+    for (float x : time_runs(s, per_round, b, warm)) tb.push_back(x);
+  }
+  return {median(ta), median(tb)};
 }
 
 struct BenchCase {
@@ -326,9 +352,23 @@ int main(int argc, char** argv) {
     DevBuf ws(plan->workspace_bytes());
     args.workspace = {ws.ptr(), plan->workspace_bytes(), MemorySpace::kDevice};
     Status st;
-    const double ragdot_ms = time_ms(stream, reps, [&] {
-      st = plan->execute(args);
-    });
+    const float one = 1.0f, zero = 0.0f;
+    auto run_ragdot = [&] {
+      if (st.is_ok()) st = plan->execute(args);
+    };
+    // the dense roof: one cuBLAS GEMM of the same FLOPs (row-major C = A B as column-major C^T = B^T A^T)
+    DevBuf cd(bc.mode == 1 ? std::size_t(M * N) * 2 : 16);
+    auto run_dense = [&] {
+      CUBLAS(cublasGemmEx(blas, CUBLAS_OP_N, CUBLAS_OP_N, int(N), int(M), int(K), &one, w.ptr(), CUDA_R_16BF, int(N),
+                          x.ptr(), CUDA_R_16BF, int(K), &zero, cd.ptr(), CUDA_R_16BF, int(N), CUBLAS_COMPUTE_32F,
+                          CUBLAS_GEMM_DEFAULT));
+    };
+    double ragdot_ms = -1, dense_ms = -1;
+    if (bc.mode == 1) {
+      std::tie(ragdot_ms, dense_ms) = time_alternating(stream, reps, run_ragdot, run_dense);
+    } else {
+      ragdot_ms = time_ms(stream, reps, run_ragdot);
+    }
     if (!st.is_ok()) {
       record_failure("execute", st.to_string());
       continue;
@@ -368,16 +408,9 @@ int main(int argc, char** argv) {
       if (!t->error.empty()) std::fprintf(stderr, "  %s: %s\n", t == &cublas_t ? "cublas" : "padded", t->error.c_str());
     }
 
-    // cuBLAS peers (row-major C = A B computed as column-major C^T = B^T A^T)
-    const float one = 1.0f, zero = 0.0f;
-    double dense_ms = -1, loop_ms = -1, grouped_ms = -1;
+    // the other cuBLAS peers (row-major C = A B computed as column-major C^T = B^T A^T)
+    double loop_ms = -1, grouped_ms = -1;
     if (bc.mode == 1) {
-      DevBuf cd(std::size_t(M * N) * 2);
-      dense_ms = time_ms(stream, reps, [&] {
-        CUBLAS(cublasGemmEx(blas, CUBLAS_OP_N, CUBLAS_OP_N, int(N), int(M), int(K), &one, w.ptr(), CUDA_R_16BF, int(N),
-                            x.ptr(), CUDA_R_16BF, int(K), &zero, cd.ptr(), CUDA_R_16BF, int(N), CUBLAS_COMPUTE_32F,
-                            CUBLAS_GEMM_DEFAULT));
-      });
       std::vector<std::int64_t> start(std::size_t(E) + 1, 0);
       for (std::int64_t e = 0; e < E; ++e) start[e + 1] = start[e] + sizes[e];
       if (peers) loop_ms = time_ms(stream, reps, [&] {

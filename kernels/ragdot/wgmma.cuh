@@ -154,10 +154,10 @@ struct Kernel {
     __syncthreads();
 
     if (warp < 4) {
-      regs_dealloc<40>();
+      regs_dealloc<56>();  // 128 x 56 + 256 x 224 = the 384 x 168 registers the CTA was given
       if (warp == 0 && lane == 0) produce(p, sched, map_a, map_b, ring, full_bar, empty_bar);
     } else {
-      regs_alloc<232>();
+      regs_alloc<224>();
       consume(p, sched, ring, full_bar, empty_bar, (threadIdx.x - 128) >> 7);
     }
   }
@@ -184,38 +184,53 @@ struct Kernel {
 
   static __device__ __forceinline__ void produce(const RagdotKernelParams& p, const Sched& sched,
                                                  const TensorMap* map_a, const TensorMap* map_b, u32 ring,
-                                                 u64* full_bar, u64* empty_bar) {
+                                                 const u64* full_bars, const u64* empty_bars) {
+    // shared-memory addresses (32 bits) rather than generic pointers: fewer registers
+    const u32 full_bar = smem_address(full_bars), empty_bar = smem_address(empty_bars);
     u32 it = 0;
     for (u32 n = 0;; ++n) {
       const i64 t = next_tile(p, sched, n);
       if (t >= sched.total_tiles) break;
-      const Tile tile = sched.tile(p, t);
-      if (tile.zero) continue;
-      const int k_tiles = (int)ceil_div(tile.k_len, kBK);
+      // 32-bit coordinates only: the producer runs on 56 registers (setmaxnreg)
+      int m0, n0, k_begin, group, k_tiles;
+      bool a_upper;
+      {
+        const Tile tile = sched.tile(p, t);
+        if (tile.zero) continue;
+        m0 = (int)tile.m0;
+        n0 = (int)tile.n0;
+        k_begin = (int)tile.k_begin;
+        group = tile.group;
+        k_tiles = (int)ceil_div(tile.k_len, kBK);
+        // Mode 1: A comes in two boxes of 64 rows, one per consumer warpgroup; the second only
+        // when the tile has rows there (a group's last tile often has 64 or fewer, and its second
+        // warpgroup idles), which spares L2 the unused half.
+        a_upper = V::kMode == 2 || tile.row_end - tile.m0 > 64;
+      }
+      const u32 stage_bytes = a_upper ? kStageBytes : kStageBytes - kATileBytes / 2;
       for (int kt = 0; kt < k_tiles; ++kt, ++it) {
         const u32 s = it % kStages, phase = (it / kStages) & 1;
-        const u32 full = smem_address(&full_bar[s]);
-        mbar_wait(smem_address(&empty_bar[s]), phase ^ 1);
-        mbar_expect_tx(full, kStageBytes);
+        const u32 full = full_bar + 8 * s;
+        mbar_wait(empty_bar + 8 * s, phase ^ 1);
+        mbar_expect_tx(full, stage_bytes);
         const u32 a_dst = ring + s * kStageBytes, b_dst = a_dst + kATileBytes;
-        const int k0 = (int)tile.k_begin + kt * kBK;
+        const int k0 = k_begin + kt * kBK;
         if (V::kMode == 2) {
           // lhs rows are k, columns m: two boxes of 64 m x 64 k, one per consumer warpgroup;
           // rhs rows are k, columns n (a single "group" in the map)
-          tma_load_2d(a_dst, map_a, full, (int)tile.m0, k0);
-          tma_load_2d(a_dst + 64 * 128, map_a, full, (int)tile.m0 + 64, k0);
+          tma_load_2d(a_dst, map_a, full, m0, k0);
+          tma_load_2d(a_dst + kATileBytes / 2, map_a, full, m0 + 64, k0);
 #pragma unroll
-          for (int j = 0; j < kBN / 64; ++j)
-            tma_load_3d(b_dst + j * (kBK * 128), map_b, full, (int)tile.n0 + j * 64, k0, 0);
+          for (int j = 0; j < kBN / 64; ++j) tma_load_3d(b_dst + j * (kBK * 128), map_b, full, n0 + j * 64, k0, 0);
           continue;
         }
-        tma_load_2d(a_dst, map_a, full, k0, (int)tile.m0);
+        tma_load_2d(a_dst, map_a, full, k0, m0);
+        if (a_upper) tma_load_2d(a_dst + kATileBytes / 2, map_a, full, k0, m0 + 64);
         if (V::kBKMajor) {
-          tma_load_3d(b_dst, map_b, full, k0, (int)tile.n0, tile.group);
+          tma_load_3d(b_dst, map_b, full, k0, n0, group);
         } else {
-#pragma unroll
-          for (int j = 0; j < kBN / 64; ++j)
-            tma_load_3d(b_dst + j * (kBK * 128), map_b, full, (int)tile.n0 + j * 64, k0, tile.group);
+#pragma unroll 1  // unrolled, the four boxes' addresses would outgrow the producer's 56 registers
+          for (int j = 0; j < kBN / 64; ++j) tma_load_3d(b_dst + j * (kBK * 128), map_b, full, n0 + j * 64, k0, group);
         }
       }
     }

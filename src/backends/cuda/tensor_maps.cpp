@@ -41,10 +41,11 @@ Status encode_operand_maps(const KernelVariant& v, const core::GroupGemmProblem&
     const cuuint32_t box[3] = {64, 64, 1};
     return encode(maps.b, type, 3, rhs, dims, strides, box, "cuTensorMapEncodeTiled(rhs)");
   }
-  // A: dims (k, m); rows lhs_m elements apart
+  // A: dims (k, m); rows lhs_m elements apart; boxes of 64 k x 64 rows (the kernel loads the
+  // second 64 rows of a tile only when the tile has rows there)
   const cuuint64_t a_dims[2] = {cuuint64_t(p.k), cuuint64_t(p.m)};
   const cuuint64_t a_strides[1] = {cuuint64_t(p.lhs_m) * kElem};
-  const cuuint32_t a_box[2] = {64, cuuint32_t(v.bm)};
+  const cuuint32_t a_box[2] = {64, 64};
   RAGDOT_RETURN_IF_ERROR(encode(maps.a, type, 2, lhs, a_dims, a_strides, a_box, "cuTensorMapEncodeTiled(lhs)"));
 
   const std::int64_t groups = p.rhs_g > 0 ? (p.rhs_elements + p.rhs_g - 1) / p.rhs_g : 1;
