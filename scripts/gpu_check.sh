@@ -71,21 +71,23 @@ if [ $run_bench = 1 ]; then
 fi
 if [ $run_tests = 1 ] && [ $run_sanitizer = 1 ]; then
   say "compute-sanitizer (reduced set)"
-  filter='CudaBackend.GraphCaptureReplaysWithNewGroupSizes:CudaBackend.UncheckedModeClampsBadGroupSizes:CudaBackend.BatchModeAndBatchDims:CudaBackend.CheckedMode*'
-  for tool in memcheck racecheck; do
-    timeout 120 compute-sanitizer --tool $tool --error-exitcode 3 "$BIN/test_cuda_backend" --gtest_filter="$filter" \
+  # every kernel family once (EveryFamily...), graph replay, clamping, batch dims, checked mode
+  filter='CudaBackend.EveryFamily*:CudaBackend.GraphCaptureReplaysWithNewGroupSizes:CudaBackend.UncheckedModeClampsBadGroupSizes:CudaBackend.BatchModeAndBatchDims:CudaBackend.CheckedMode*'
+  for tool in memcheck racecheck synccheck; do
+    timeout 200 compute-sanitizer --tool $tool --error-exitcode 3 "$BIN/test_cuda_backend" --gtest_filter="$filter" \
       > "$OUT/sanitizer_$tool.txt" 2>&1
     echo "$tool exit $? : $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/sanitizer_$tool.txt" | tail -1)" >> "$LOG"
-    timeout 120 compute-sanitizer --tool $tool --error-exitcode 3 "$BIN/test_cublas_backend" \
+    timeout 200 compute-sanitizer --tool $tool --error-exitcode 3 "$BIN/test_cublas_backend" \
       --gtest_filter='CublasBackend.RejectsBadGroupSizesWithoutWriting:CublasBackend.PlanSays*:PaddedGpu.Capacity*:PaddedGpu.DroplessNeeds*' \
       > "$OUT/sanitizer_cublas_$tool.txt" 2>&1
     echo "$tool (cublas, padded) exit $? : $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/sanitizer_cublas_$tool.txt" | tail -1)" >> "$LOG"
-    timeout 120 compute-sanitizer --tool $tool --error-exitcode 3 "$BIN/test_moe_device" \
-      --gtest_filter='MoeDevicePermutation.GatherAndCombine*:MoeDevicePermutation.Rejects*' > "$OUT/sanitizer_moe_$tool.txt" 2>&1
+    timeout 200 compute-sanitizer --tool $tool --error-exitcode 3 "$BIN/test_moe_device" \
+      --gtest_filter='MoeDevicePermutation.GatherAndCombine*:MoeDevicePermutation.Rejects*:MoeDeviceOps.*' > "$OUT/sanitizer_moe_$tool.txt" 2>&1
     echo "$tool (moe permutation) exit $? : $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/sanitizer_moe_$tool.txt" | tail -1)" >> "$LOG"
   done
   cat "$OUT"/sanitizer_*.txt | grep -E "SUMMARY|Invalid|Race|error" | head -40 > "$OUT/sanitizer.txt"
-  rm -f "$OUT"/sanitizer_memcheck.txt "$OUT"/sanitizer_racecheck.txt "$OUT"/sanitizer_cublas_*.txt "$OUT"/sanitizer_moe_*.txt
+  rm -f "$OUT"/sanitizer_memcheck.txt "$OUT"/sanitizer_racecheck.txt "$OUT"/sanitizer_synccheck.txt \
+    "$OUT"/sanitizer_cublas_*.txt "$OUT"/sanitizer_moe_*.txt
 fi
 
 # ---- optional: the Python bindings (--python) ----

@@ -1,5 +1,6 @@
 #include "verify/check.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -97,7 +98,7 @@ std::vector<unsigned char> encode_group_sizes(const Case& c) {
   return gs;
 }
 
-CheckResult check_case(const Case& c, const PlanOptions& options, std::uint64_t seed, MemoryOps& mem) {
+CheckResult check_case(const Case& c, const PlanOptions& options, std::uint64_t seed, MemoryOps& mem, int repeats) {
   CheckResult res;
   auto op = RaggedDot::create(c.spec);
   if (!op.ok()) {
@@ -160,6 +161,29 @@ CheckResult check_case(const Case& c, const PlanOptions& options, std::uint64_t 
   if (!st.is_ok()) {
     res.message = "execute failed: " + st.to_string();
     return res;
+  }
+  // determinism: the same inputs again, on a poisoned output, must give the same bytes
+  if (repeats > 1) {
+    std::vector<unsigned char> first(out.begin(), out.begin() + std::ptrdiff_t(out_spec.num_bytes()));
+    std::vector<unsigned char> again(out.size());
+    poison(again.data(), out_spec.dtype, out_spec.num_elements());
+    for (int r = 1; r < repeats; ++r) {
+      st = mem.upload(dout.ptr, again.data(), out_spec.num_bytes());
+      if (st.is_ok()) st = plan->execute(args);
+      if (st.is_ok()) st = mem.synchronize();
+      std::vector<unsigned char> got(first.size());
+      if (st.is_ok()) st = mem.download(got.data(), dout.ptr, got.size());
+      if (!st.is_ok()) {
+        res.message = "execute failed on run " + std::to_string(r) + ": " + st.to_string();
+        return res;
+      }
+      const auto diff = std::mismatch(first.begin(), first.end(), got.begin());
+      if (diff.first != first.end()) {
+        res.message = "run " + std::to_string(r) + " differs from run 0 at byte " +
+                      std::to_string(diff.first - first.begin()) + " (not deterministic)";
+        return res;
+      }
+    }
   }
 
   // compare

@@ -51,6 +51,9 @@ void poison(void* data, DType dtype, std::int64_t count);
 // The case's group sizes as the bytes of its group_sizes tensor (int32 or int64).
 std::vector<unsigned char> encode_group_sizes(const Case& c);
 
-CheckResult check_case(const Case& c, const PlanOptions& options, std::uint64_t seed, MemoryOps& mem = host_memory());
+// With repeats > 1 the plan runs that many times on the same inputs, the output poisoned before
+// each run, and every run must give the first run's bytes exactly (determinism).
+CheckResult check_case(const Case& c, const PlanOptions& options, std::uint64_t seed, MemoryOps& mem = host_memory(),
+                       int repeats = 1);
 
 }  // namespace ragdot::verify

@@ -23,12 +23,14 @@ using gpu_test::gpu;
 using gpu_test::kPatterns;
 using gpu_test::weights_nk;
 
-// Checks one case on the cuda backend; returns the plan's description.
-std::string expect_cuda_pass(const verify::Case& c, std::uint64_t seed, bool allow_unsupported = false) {
+// Checks one case on the cuda backend (running it `repeats` times: bitwise the same each time);
+// returns the plan's description.
+std::string expect_cuda_pass(const verify::Case& c, std::uint64_t seed, bool allow_unsupported = false,
+                             int repeats = 1) {
   PlanOptions po;
   po.backend = "cuda";
   const auto t0 = std::chrono::steady_clock::now();
-  auto r = verify::check_case(c, po, seed, *gpu());
+  auto r = verify::check_case(c, po, seed, *gpu(), repeats);
   // progress on stderr: a hang or a slow case shows where it happened
   std::fprintf(stderr, "  [%s %.2fs] %s | %s\n", r.passed ? "ok" : "FAIL",
                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), c.description.c_str(),
@@ -75,6 +77,55 @@ bool device_is_hopper() {
   auto dev = cuda::device(0);
   return dev.ok() && (*dev)->traits.cc_major == 9 && (*dev)->traits.cc_minor == 0;
 }
+
+// One small case per kernel family and operand layout the planner can choose (on Hopper: wgmma
+// for mode 1 with both weight layouts and for mode 2; mma.sync for decode-sized groups and for
+// mode 3; SIMT for f32; a relayout copy for an operand no family reads in place), each run three
+// times on a poisoned output: every run must match the oracle and give the first run's bytes.
+// Small on purpose: scripts/gpu_check.sh runs this test under compute-sanitizer's memcheck,
+// racecheck and synccheck.
+TEST(CudaBackend, EveryFamilyMatchesTheOracleAndRepeatsBitwise) {
+  REQUIRE_GPU();
+  const bool hopper = device_is_hopper();
+  const std::vector<std::int64_t> gs4 = {130, 0, 61, 209};  // an empty group, a partial tile, a group end mid-tile
+  struct Family {
+    const char* expect;  // substring of the plan on Hopper
+    verify::Case c;
+  };
+  std::vector<Family> cases;
+  auto shaped = [&](int mode, std::int64_t m, std::int64_t k, std::int64_t n, std::vector<std::int64_t> gs, DType dt,
+                    DType out) {
+    auto c = verify::shaped_case(mode, m, k, n, gs, dt, out);
+    EXPECT_TRUE(c.ok()) << c.status().message();
+    return c.ok() ? *c : verify::Case{};
+  };
+  cases.push_back({"wgmma", shaped(1, 400, 128, 264, gs4, DType::kBF16, DType::kBF16)});
+  cases.push_back({"wgmma", gpu_test::weights_nk(400, 128, 264, gs4, DType::kF16, DType::kF32)});
+  cases.push_back({"wgmma", shaped(2, 136, 400, 128, gs4, DType::kBF16, DType::kF32)});
+  cases.push_back({"mma_sync", shaped(1, 24, 256, 136, {5, 0, 11, 8}, DType::kBF16, DType::kBF16)});
+  cases.push_back({"mma_sync", shaped(3, 64, 72, 40, {2, 1, 1}, DType::kBF16, DType::kF32)});
+  cases.push_back({"simt", shaped(1, 150, 40, 36, {50, 0, 70, 30}, DType::kF32, DType::kF32)});
+  {
+    // two contracting dims in opposite orders in lhs [m, 4, 16] and rhs [g, 16, 4, n]: no single
+    // k stride serves both, so one operand is copied into the workspace first
+    verify::Case c;
+    c.spec.lhs = {DType::kBF16, {200, 4, 16}};
+    c.spec.rhs = {DType::kBF16, {2, 16, 4, 40}};
+    c.spec.group_sizes = {DType::kI32, {2}};
+    c.spec.dims.dot = {{1, 2}, {2, 1}, {}, {}};
+    c.spec.dims.lhs_ragged = {0};
+    c.spec.dims.rhs_group = {0};
+    c.group_sizes = {90, 110};
+    c.description = "mode1 contracting dims transposed between lhs and rhs";
+    cases.push_back({"copy", c});
+  }
+  std::uint64_t seed = 9000;
+  for (const auto& f : cases) {
+    const std::string plan = expect_cuda_pass(f.c, seed++, false, /*repeats=*/3);
+    if (hopper) EXPECT_NE(plan.find(f.expect), std::string::npos) << f.c.description << ": " << plan;
+  }
+}
+
 
 // The TMA + wgmma family on the shapes it is chosen for (about 100 rows or more per group), both
 // weight layouts, every output dtype, every group pattern, and a group offset. On Hopper the plan
@@ -359,6 +410,17 @@ TEST(CudaBackend, GraphCaptureReplaysWithNewGroupSizes) {
     ASSERT_TRUE(gpu()->download(out.data(), dev_ops.dout.p, out.size() * 2).is_ok());
     const double err = rel_error(out, f.expected(gs));
     EXPECT_LT(err, 6e-3) << "group sizes " << gs[0] << "," << gs[1] << ",...";
+  }
+  // replays of the same group sizes give the same bytes
+  std::vector<std::uint16_t> first;
+  for (int replay = 0; replay < 3; ++replay) {
+    ASSERT_TRUE(gpu()->upload(dev_ops.dg.p, sizes[3].data(), sizes[3].size() * 4).is_ok());
+    ASSERT_TRUE(gpu()->upload(dev_ops.dout.p, poison.data(), poison.size() * 2).is_ok());
+    ASSERT_EQ(d->cuGraphLaunch(exec, stream), CUDA_SUCCESS);
+    ASSERT_TRUE(gpu()->synchronize().is_ok());
+    ASSERT_TRUE(gpu()->download(out.data(), dev_ops.dout.p, out.size() * 2).is_ok());
+    if (replay == 0) first = out;
+    EXPECT_TRUE(out == first) << "graph replay " << replay << " differs from the first (not deterministic)";
   }
   d->cuGraphExecDestroy(exec);
   d->cuGraphDestroy(graph);
