@@ -9,7 +9,8 @@
 //   ragdot_moe_scatter  grid num_chunks, block 32: walks its chunk 32 pairs at a time in order;
 //                       lanes with the same expert are ranked by __match_any_sync
 //   ragdot_moe_gather   rows[r] = scale[t] * x[t] for the pair (t, j) of sorted row r
-//   ragdot_moe_combine  y[t] (+)= sum_j weights[t, j] * rows[row_of[t, j]], in slot order
+//   ragdot_moe_combine  y[t] = (y[t] if accumulating) + addend[t] (if given)
+//                       + sum_j weights[t, j] * rows[row_of[t, j]], in f32, in slot order
 //
 // Pairs whose expert is out of range get no row (row_of = -1) and are counted in bad_experts;
 // rows past the valid ones (pair_of = -1, set by the caller) are gathered as zeros.
@@ -17,6 +18,7 @@
 
 #include "ragdot/common.cuh"
 #include "ragdot/moe_params.h"
+#include "ragdot/moe_rows.cuh"
 
 namespace ragdot {
 
@@ -121,6 +123,16 @@ __device__ __forceinline__ void moe_gather_row(const RagdotMoeRowsParams& p, lon
     return;
   }
   const float s = p.scale[t];
+  if (moe_rows_vectorizable(p.hidden, src, dst, 0)) {
+    for (long long c = 8 * (long long)threadIdx.x; c < p.hidden; c += 8 * (long long)blockDim.x) {
+      float v[8];
+      moe_load8(src + c, v);
+#pragma unroll
+      for (int i = 0; i < 8; ++i) v[i] *= s;
+      moe_store8(dst + c, v);
+    }
+    return;
+  }
   for (long long c = threadIdx.x; c < p.hidden; c += blockDim.x) dst[c] = from_float(s * to_float(src[c], T()), T());
 }
 
@@ -129,12 +141,42 @@ __device__ __forceinline__ void moe_combine_token(const RagdotMoeRowsParams& p, 
   typedef typename Storage<T>::type S;
   S* out = (S*)p.y + t * p.hidden;
   const S* rows = (const S*)p.rows;
+  const S* add = p.addend ? (const S*)p.addend + t * p.hidden : (const S*)0;
+  const int* row_of = p.row_of + t * p.top_k;
+  const float* weights = p.weights + t * p.top_k;
+  if (moe_rows_vectorizable(p.hidden, p.rows, p.y, p.addend)) {
+    // eight columns per thread: 16-byte loads of every source row
+    for (long long c = 8 * (long long)threadIdx.x; c < p.hidden; c += 8 * (long long)blockDim.x) {
+      float acc[8], v[8];
+      if (p.accumulate) {
+        moe_load8(out + c, acc);
+      } else {
+#pragma unroll
+        for (int i = 0; i < 8; ++i) acc[i] = 0.0f;
+      }
+      if (add) {
+        moe_load8(add + c, v);
+#pragma unroll
+        for (int i = 0; i < 8; ++i) acc[i] += v[i];
+      }
+      for (int j = 0; j < p.top_k; ++j) {
+        const int row = row_of[j];
+        if (row < 0) continue;
+        const float w = weights[j];
+        moe_load8(rows + (long long)row * p.hidden + c, v);
+#pragma unroll
+        for (int i = 0; i < 8; ++i) acc[i] += w * v[i];
+      }
+      moe_store8(out + c, acc);
+    }
+    return;
+  }
   for (long long c = threadIdx.x; c < p.hidden; c += blockDim.x) {
     float acc = p.accumulate ? to_float(out[c], T()) : 0.0f;
+    if (add) acc += to_float(add[c], T());
     for (int j = 0; j < p.top_k; ++j) {
-      const long long pair = t * p.top_k + j;
-      const int row = p.row_of[pair];
-      if (row >= 0) acc += p.weights[pair] * to_float(rows[(long long)row * p.hidden + c], T());
+      const int row = row_of[j];
+      if (row >= 0) acc += weights[j] * to_float(rows[(long long)row * p.hidden + c], T());
     }
     out[c] = from_float(acc, T());
   }
