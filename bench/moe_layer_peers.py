@@ -219,14 +219,14 @@ def jax_case(preset, tokens, seed, warmup, reps):
     forward = jax.jit(layer)
 
     @jax.jit
-    def forward_backward(*a):
+    def forward_backward(cotangent, *a):  # dy is an argument, not a constant baked into the program
         y, vjp = jax.vjp(layer, *a)
-        return y, vjp(dy)
+        return y, vjp(cotangent)
 
     out = {}
-    for name, fn in (("forward_ms", forward), ("forward_backward_ms", forward_backward)):
+    for name, call in (("forward_ms", lambda: forward(*args)), ("forward_backward_ms", lambda: forward_backward(dy, *args))):
         try:
-            out[name] = median_ms(lambda: fn(*args), jax.block_until_ready, reps, warmup)
+            out[name] = median_ms(call, jax.block_until_ready, reps, warmup)
         except Exception as err:  # noqa: BLE001: the peer's failure is a result
             out[name.replace("_ms", "_error")] = "out of memory" if is_oom(err) else f"{type(err).__name__}: {err}"[:300]
             if is_oom(err):

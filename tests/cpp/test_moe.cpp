@@ -229,5 +229,20 @@ TEST(MoeLayer, UniformFillValuesArePinned) {
   }
 }
 
+// Where there is no GPU (or no CUDA in the build), the device layer's entry points are clean
+// errors, never a crash; bad arguments are refused before any device is touched.
+TEST(MoeLayer, DeviceLayerFailsCleanlyWithoutAGpu) {
+  auto config = preset_config("qwen3-30b-a3b", 64);
+  ASSERT_TRUE(config.ok());
+  EXPECT_FALSE(DeviceMoeLayer::create(*config, 0).ok()) << "no tokens";
+  DeviceMoeOptions o;
+  o.capacity_factor = 1.0;  // needs the padded expert backend
+  EXPECT_FALSE(DeviceMoeLayer::create(*config, 16, o).ok());
+  auto layer = DeviceMoeLayer::create(*config, 16);
+  if (!layer.ok()) EXPECT_FALSE(layer.status().message().empty());
+  EXPECT_FALSE(fill_device_uniform(0, nullptr, DType::kBF16, 16, 1, 1.0f, nullptr).is_ok());
+  EXPECT_FALSE(fill_device_uniform(0, nullptr, DType::kF16, 16, 1, 1.0f, nullptr).is_ok());
+}
+
 }  // namespace
 }  // namespace ragdot::moe
