@@ -31,8 +31,9 @@ def group_sizes(tokens, experts, seed=0):
     return sizes
 
 
-def median_ms(fn, sync, reps):
-    for _ in range(3):
+def median_ms(fn, sync, reps, warmup=3):
+    """Median CUDA-synchronized wall time of fn() in ms, after `warmup` untimed calls."""
+    for _ in range(warmup):
         sync(fn())
     times = []
     for _ in range(reps):

@@ -1,5 +1,6 @@
-/* The argument block of the MoE layer's device permutation kernels (moe_permute.cuh), shared
-   by the host, which fills it, and the kernels. Plain C: the same layout on both sides. */
+/* The argument blocks of the MoE layer's device kernels (moe_permute.cuh, moe_route.cuh,
+   moe_swiglu.cuh, moe_combine_backward.cuh, moe_accumulate.cuh), shared by the host, which fills
+   them, and the kernels. Plain C: the same layout on both sides. */
 #ifndef RAGDOT_MOE_PARAMS_H
 #define RAGDOT_MOE_PARAMS_H
 
@@ -34,6 +35,7 @@ typedef struct RagdotMoeRowsParams {
   void* y;                 /* combine: out, [tokens, hidden] */
   long long tokens;
   int accumulate;          /* combine: add to y (the shared experts' output) instead of overwriting */
+  const void* addend;      /* combine: [tokens, hidden] added to every token's sum, or null */
 } RagdotMoeRowsParams;
 
 /* Router kinds, as ragdot::workloads::RouterKind numbers them. */
@@ -55,6 +57,11 @@ typedef struct RagdotMoeRouteParams {
   int* experts;            /* [tokens, top_k] out */
   float* weights;          /* [tokens, top_k] out */
   float* input_scale;      /* [tokens] out: Llama-4's sigmoid of the top logit, else 1 */
+  /* backward (ragdot_moe_route_backward) reads logits and experts (the forward's choice) and: */
+  const float* d_weights;  /* [tokens, top_k] gradient of the combine weights */
+  const float* d_scale;    /* [tokens, top_k] Llama-4: gradient of the input scale, per pair (summed
+                              over the token's pairs); null elsewhere */
+  void* d_logits;          /* [tokens, num_experts] out, bf16 (the operand of the router's products) */
 } RagdotMoeRouteParams;
 
 typedef struct RagdotMoeSwigluParams {
@@ -63,6 +70,36 @@ typedef struct RagdotMoeSwigluParams {
   long long rows;
   long long ffn;
   int elem_bytes;          /* 2 (bf16) or 4 (f32) */
+  const void* d_act;       /* backward: [rows, ffn] gradient of act */
+  void* d_up;              /* backward: [rows, 2 * ffn] out, gradient of [gate | up] */
 } RagdotMoeSwigluParams;
+
+/* ragdot_moe_combine_backward: for each sorted row r of the pair (t, j),
+     scaled[r] = weights[pair] * token_rows[t]      (when scaled is not null)
+     dots[pair] = token_rows[t] . sorted_rows[r]    (when dots is not null)
+   The combine's backward (token_rows = dy, sorted_rows = the expert outputs: the output-row and
+   combine-weight gradients) and the scaled gather's (token_rows = x, sorted_rows = the row
+   gradients: Llama-4's input-scale gradient). Rows past the valid ones (pair -1) get zeros. */
+typedef struct RagdotMoeRowGradParams {
+  const int* pair_of;      /* [rows] */
+  long long rows;          /* sorted rows = pairs */
+  int top_k;
+  long long hidden;
+  int elem_bytes;          /* 2 (bf16) or 4 (f32), of every row operand */
+  const void* token_rows;  /* [tokens, hidden] */
+  const void* sorted_rows; /* [rows, hidden], read only for dots */
+  const float* weights;    /* [pairs], read only for scaled */
+  void* scaled;            /* [rows, hidden] out, or null */
+  float* dots;             /* [pairs] out, or null */
+} RagdotMoeRowGradParams;
+
+/* ragdot_moe_accumulate: y[i] += x[i] in f32, stored as the type of y (the sum of several shared
+   experts' outputs or input gradients). */
+typedef struct RagdotMoeAccumulateParams {
+  void* y;
+  const void* x;
+  long long count;
+  int elem_bytes;          /* 2 (bf16) or 4 (f32), of both */
+} RagdotMoeAccumulateParams;
 
 #endif

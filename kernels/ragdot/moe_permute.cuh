@@ -9,7 +9,8 @@
 //   ragdot_moe_scatter  grid num_chunks, block 32: walks its chunk 32 pairs at a time in order;
 //                       lanes with the same expert are ranked by __match_any_sync
 //   ragdot_moe_gather   rows[r] = scale[t] * x[t] for the pair (t, j) of sorted row r
-//   ragdot_moe_combine  y[t] (+)= sum_j weights[t, j] * rows[row_of[t, j]], in slot order
+//   ragdot_moe_combine  y[t] = (y[t] if accumulating) + addend[t] (if given)
+//                       + sum_j weights[t, j] * rows[row_of[t, j]], in f32, in slot order
 //
 // Pairs whose expert is out of range get no row (row_of = -1) and are counted in bad_experts;
 // rows past the valid ones (pair_of = -1, set by the caller) are gathered as zeros.
@@ -17,6 +18,7 @@
 
 #include "ragdot/common.cuh"
 #include "ragdot/moe_params.h"
+#include "ragdot/moe_rows.cuh"
 
 namespace ragdot {
 
@@ -47,22 +49,44 @@ extern "C" __global__ void __launch_bounds__(32) ragdot_moe_count(const RagdotMo
   for (int e = lane; e < p.num_experts; e += 32) out[e] = counts[e];
 }
 
+namespace ragdot {
+
+// column[c * stride] = update(column[c * stride]) for c in [0, n), in order. kBatch loads are
+// issued before the stores that follow them, so a long column costs n / kBatch memory round trips.
+template <class Update>
+__device__ __forceinline__ void moe_update_column(int* column, int n, long long stride, Update update) {
+  constexpr int kBatch = 16;
+  for (int c0 = 0; c0 < n; c0 += kBatch) {
+    int v[kBatch];
+#pragma unroll
+    for (int i = 0; i < kBatch; ++i) v[i] = c0 + i < n ? column[(c0 + i) * stride] : 0;
+#pragma unroll
+    for (int i = 0; i < kBatch; ++i) {
+      if (c0 + i < n) column[(c0 + i) * stride] = update(v[i]);
+    }
+  }
+}
+
+}  // namespace ragdot
+
 extern "C" __global__ void __launch_bounds__(1024) ragdot_moe_offsets(const RagdotMoeSortParams p) {
   __shared__ ragdot::i64 scratch[33];
   const int e = threadIdx.x;
   const bool mine = e < p.num_experts;
+  int* column = p.chunk_counts + e;  // this expert's count in every chunk
   // each expert's chunks in order: the count becomes the chunk's first row within the expert
   int running = 0;
-  for (int c = 0; c < p.num_chunks && mine; ++c) {
-    int* slot = p.chunk_counts + (long long)c * p.num_experts + e;
-    const int v = *slot;
-    *slot = running;
-    running += v;
+  if (mine) {
+    ragdot::moe_update_column(column, p.num_chunks, p.num_experts, [&](int v) {
+      const int first = running;
+      running += v;
+      return first;
+    });
+    p.group_sizes[e] = running;
   }
-  if (mine) p.group_sizes[e] = running;
   ragdot::i64 total = 0;
   const int start = (int)ragdot::block_exclusive_scan<1024>(mine ? running : 0, scratch, total);
-  for (int c = 0; c < p.num_chunks && mine; ++c) p.chunk_counts[(long long)c * p.num_experts + e] += start;
+  if (mine) ragdot::moe_update_column(column, p.num_chunks, p.num_experts, [&](int v) { return v + start; });
 }
 
 extern "C" __global__ void __launch_bounds__(32) ragdot_moe_scatter(const RagdotMoeSortParams p) {
@@ -121,6 +145,16 @@ __device__ __forceinline__ void moe_gather_row(const RagdotMoeRowsParams& p, lon
     return;
   }
   const float s = p.scale[t];
+  if (moe_rows_vectorizable(p.hidden, src, dst, 0)) {
+    for (long long c = 8 * (long long)threadIdx.x; c < p.hidden; c += 8 * (long long)blockDim.x) {
+      float v[8];
+      moe_load8(src + c, v);
+#pragma unroll
+      for (int i = 0; i < 8; ++i) v[i] *= s;
+      moe_store8(dst + c, v);
+    }
+    return;
+  }
   for (long long c = threadIdx.x; c < p.hidden; c += blockDim.x) dst[c] = from_float(s * to_float(src[c], T()), T());
 }
 
@@ -129,12 +163,42 @@ __device__ __forceinline__ void moe_combine_token(const RagdotMoeRowsParams& p, 
   typedef typename Storage<T>::type S;
   S* out = (S*)p.y + t * p.hidden;
   const S* rows = (const S*)p.rows;
+  const S* add = p.addend ? (const S*)p.addend + t * p.hidden : (const S*)0;
+  const int* row_of = p.row_of + t * p.top_k;
+  const float* weights = p.weights + t * p.top_k;
+  if (moe_rows_vectorizable(p.hidden, p.rows, p.y, p.addend)) {
+    // eight columns per thread: 16-byte loads of every source row
+    for (long long c = 8 * (long long)threadIdx.x; c < p.hidden; c += 8 * (long long)blockDim.x) {
+      float acc[8], v[8];
+      if (p.accumulate) {
+        moe_load8(out + c, acc);
+      } else {
+#pragma unroll
+        for (int i = 0; i < 8; ++i) acc[i] = 0.0f;
+      }
+      if (add) {
+        moe_load8(add + c, v);
+#pragma unroll
+        for (int i = 0; i < 8; ++i) acc[i] += v[i];
+      }
+      for (int j = 0; j < p.top_k; ++j) {
+        const int row = row_of[j];
+        if (row < 0) continue;
+        const float w = weights[j];
+        moe_load8(rows + (long long)row * p.hidden + c, v);
+#pragma unroll
+        for (int i = 0; i < 8; ++i) acc[i] += w * v[i];
+      }
+      moe_store8(out + c, acc);
+    }
+    return;
+  }
   for (long long c = threadIdx.x; c < p.hidden; c += blockDim.x) {
     float acc = p.accumulate ? to_float(out[c], T()) : 0.0f;
+    if (add) acc += to_float(add[c], T());
     for (int j = 0; j < p.top_k; ++j) {
-      const long long pair = t * p.top_k + j;
-      const int row = p.row_of[pair];
-      if (row >= 0) acc += p.weights[pair] * to_float(rows[(long long)row * p.hidden + c], T());
+      const int row = row_of[j];
+      if (row >= 0) acc += weights[j] * to_float(rows[(long long)row * p.hidden + c], T());
     }
     out[c] = from_float(acc, T());
   }

@@ -15,15 +15,52 @@ namespace ragdot::moe {
 
 namespace {
 constexpr std::int64_t kMaxGrid = 65535;
+constexpr unsigned kElementThreads = 256;
+
+Status check_rows_dtype(const char* what, DType dtype) {
+  if (dtype == DType::kBF16 || dtype == DType::kF32) return Status::ok();
+  return unsupported(std::string(what) + ": rows of " + std::string(dtype_name(dtype)) +
+                     "; the device kernels take bf16 or f32");
+}
+
+// Blocks of a grid-stride loop over `count` items, 8 per thread where the kernel vectorizes.
+unsigned element_blocks(std::int64_t count) {
+  return unsigned(std::clamp<std::int64_t>((count / 8 + kElementThreads - 1) / kElementThreads, 1, kMaxGrid));
+}
 }  // namespace
 
 struct DeviceMoeOps::State {
   const cuda::Device* device = nullptr;
-  std::shared_ptr<const cuda::LoadedModule> route_module, swiglu_module;
-  CUfunction route = nullptr, swiglu = nullptr;
+  std::shared_ptr<const cuda::LoadedModule> route_module, swiglu_module, accumulate_module;
+  CUfunction route = nullptr, route_backward = nullptr, swiglu = nullptr, swiglu_backward = nullptr,
+             accumulate = nullptr;
   workloads::RouterKind kind = workloads::RouterKind::kSoftmaxTopK;
   std::int64_t experts = 0, top_k = 0;
   double scaling = 1.0;
+
+  Status launch(CUfunction f, unsigned blocks, unsigned threads, void* params, void* stream, const char* what) const {
+    cuda::ScopedContext ctx(device->context);
+    RAGDOT_RETURN_IF_ERROR(ctx.status());
+    void* args[] = {params};
+    RAGDOT_CU_RETURN_IF_ERROR(cuda::driver()->cuLaunchKernel(f, blocks, 1, 1, threads, 1, 1, 0,
+                                                             static_cast<CUstream>(stream), args, nullptr),
+                              what);
+    return Status::ok();
+  }
+  RagdotMoeRouteParams route_params(const float* logits, std::int64_t tokens, void* experts) const {
+    RagdotMoeRouteParams p{};
+    p.logits = logits;
+    p.tokens = tokens;
+    p.num_experts = int(this->experts);
+    p.top_k = int(top_k);
+    p.kind = int(kind);
+    p.scaling = float(scaling);
+    p.experts = static_cast<int*>(experts);
+    return p;
+  }
+  static unsigned route_blocks(std::int64_t tokens) {
+    return unsigned((tokens + RAGDOT_MOE_ROUTE_WARPS - 1) / RAGDOT_MOE_ROUTE_WARPS);
+  }
 };
 
 DeviceMoeOps::DeviceMoeOps(std::unique_ptr<State> s) : s_(std::move(s)) {}
@@ -47,11 +84,19 @@ Result<DeviceMoeOps> DeviceMoeOps::create(int device, workloads::RouterKind kind
                           cuda::load_module(*s->device, "#include \"ragdot/moe_route.cuh\"\n", "ragdot_moe_route.cu"));
   RAGDOT_ASSIGN_OR_RETURN(s->swiglu_module,
                           cuda::load_module(*s->device, "#include \"ragdot/moe_swiglu.cuh\"\n", "ragdot_moe_swiglu.cu"));
-  RAGDOT_CU_RETURN_IF_ERROR(cuda::driver()->cuModuleGetFunction(&s->route, s->route_module->module, "ragdot_moe_route"),
-                            "ragdot_moe_route");
-  RAGDOT_CU_RETURN_IF_ERROR(
-      cuda::driver()->cuModuleGetFunction(&s->swiglu, s->swiglu_module->module, "ragdot_moe_swiglu"),
-      "ragdot_moe_swiglu");
+  RAGDOT_ASSIGN_OR_RETURN(
+      s->accumulate_module,
+      cuda::load_module(*s->device, "#include \"ragdot/moe_accumulate.cuh\"\n", "ragdot_moe_accumulate.cu"));
+  const struct {
+    CUfunction* f;
+    CUmodule module;
+    const char* name;
+  } fns[] = {{&s->route, s->route_module->module, "ragdot_moe_route"},
+             {&s->route_backward, s->route_module->module, "ragdot_moe_route_backward"},
+             {&s->swiglu, s->swiglu_module->module, "ragdot_moe_swiglu"},
+             {&s->swiglu_backward, s->swiglu_module->module, "ragdot_moe_swiglu_backward"},
+             {&s->accumulate, s->accumulate_module->module, "ragdot_moe_accumulate"}};
+  for (const auto& f : fns) RAGDOT_CU_RETURN_IF_ERROR(cuda::driver()->cuModuleGetFunction(f.f, f.module, f.name), f.name);
   s->kind = kind;
   s->experts = experts;
   s->top_k = top_k;
@@ -64,51 +109,77 @@ Status DeviceMoeOps::route(const float* logits, const float* bias, std::int64_t 
   if (tokens < 0) return invalid_argument("route: negative token count " + std::to_string(tokens));
   if (tokens == 0) return Status::ok();
   if (!logits || !experts || !weights || !input_scale) return invalid_argument("route: a null device buffer");
-  const std::int64_t blocks = (tokens + RAGDOT_MOE_ROUTE_WARPS - 1) / RAGDOT_MOE_ROUTE_WARPS;
-  if (blocks > 0x7fffffff) return invalid_argument("route: too many tokens (" + std::to_string(tokens) + ")");
-  cuda::ScopedContext ctx(s_->device->context);
-  RAGDOT_RETURN_IF_ERROR(ctx.status());
-  RagdotMoeRouteParams p{};
-  p.logits = logits;
+  if (tokens / RAGDOT_MOE_ROUTE_WARPS >= 0x7fffffff) return invalid_argument("route: too many tokens (" + std::to_string(tokens) + ")");
+  RagdotMoeRouteParams p = s_->route_params(logits, tokens, experts);
   p.bias = s_->kind == workloads::RouterKind::kDeepSeekV3 ? bias : nullptr;
-  p.tokens = tokens;
-  p.num_experts = int(s_->experts);
-  p.top_k = int(s_->top_k);
-  p.kind = int(s_->kind);
-  p.scaling = float(s_->scaling);
-  p.experts = static_cast<int*>(experts);
   p.weights = weights;
   p.input_scale = input_scale;
-  void* args[] = {&p};
-  RAGDOT_CU_RETURN_IF_ERROR(cuda::driver()->cuLaunchKernel(s_->route, unsigned(blocks), 1, 1,
-                                                           32 * RAGDOT_MOE_ROUTE_WARPS, 1, 1, 0,
-                                                           static_cast<CUstream>(stream), args, nullptr),
-                            "launching ragdot_moe_route");
-  return Status::ok();
+  return s_->launch(s_->route, State::route_blocks(tokens), 32 * RAGDOT_MOE_ROUTE_WARPS, &p, stream,
+                    "launching ragdot_moe_route");
+}
+
+Status DeviceMoeOps::route_backward(const float* logits, const void* experts, const float* d_weights,
+                                    const float* d_scale, std::int64_t tokens, void* d_logits, void* stream) const {
+  if (tokens < 0) return invalid_argument("route_backward: negative token count " + std::to_string(tokens));
+  if (tokens == 0) return Status::ok();
+  if (!logits || !experts || !d_weights || !d_logits) return invalid_argument("route_backward: a null device buffer");
+  if (s_->kind == workloads::RouterKind::kLlama4 && !d_scale)
+    return invalid_argument("route_backward: the Llama-4 router needs the input scale's gradient");
+  if (tokens / RAGDOT_MOE_ROUTE_WARPS >= 0x7fffffff) {
+    return invalid_argument("route_backward: too many tokens (" + std::to_string(tokens) + ")");
+  }
+  RagdotMoeRouteParams p = s_->route_params(logits, tokens, const_cast<void*>(experts));
+  p.d_weights = d_weights;
+  p.d_scale = d_scale;
+  p.d_logits = d_logits;
+  return s_->launch(s_->route_backward, State::route_blocks(tokens), 32 * RAGDOT_MOE_ROUTE_WARPS, &p, stream,
+                    "launching ragdot_moe_route_backward");
 }
 
 Status DeviceMoeOps::swiglu(const void* up, std::int64_t rows, std::int64_t ffn, DType dtype, void* act,
                             void* stream) const {
-  if (dtype != DType::kBF16 && dtype != DType::kF32) {
-    return unsupported("swiglu: rows of " + std::string(dtype_name(dtype)) + "; the device activation takes bf16 or f32");
-  }
+  RAGDOT_RETURN_IF_ERROR(check_rows_dtype("swiglu", dtype));
   if (rows < 0 || ffn < 0) return invalid_argument("swiglu: negative rows or ffn");
   if (rows == 0 || ffn == 0) return Status::ok();
   if (!up || !act) return invalid_argument("swiglu: a null device buffer");
-  cuda::ScopedContext ctx(s_->device->context);
-  RAGDOT_RETURN_IF_ERROR(ctx.status());
   RagdotMoeSwigluParams p{};
   p.up = up;
   p.act = act;
   p.rows = rows;
   p.ffn = ffn;
   p.elem_bytes = int(dtype_size(dtype));
-  void* args[] = {&p};
-  const std::int64_t blocks = std::min<std::int64_t>((rows * ffn + 255) / 256, kMaxGrid);
-  RAGDOT_CU_RETURN_IF_ERROR(cuda::driver()->cuLaunchKernel(s_->swiglu, unsigned(blocks), 1, 1, 256, 1, 1, 0,
-                                                           static_cast<CUstream>(stream), args, nullptr),
-                            "launching ragdot_moe_swiglu");
-  return Status::ok();
+  return s_->launch(s_->swiglu, element_blocks(rows * ffn), kElementThreads, &p, stream, "launching ragdot_moe_swiglu");
+}
+
+Status DeviceMoeOps::swiglu_backward(const void* up, const void* d_act, std::int64_t rows, std::int64_t ffn,
+                                     DType dtype, void* d_up, void* stream) const {
+  RAGDOT_RETURN_IF_ERROR(check_rows_dtype("swiglu_backward", dtype));
+  if (rows < 0 || ffn < 0) return invalid_argument("swiglu_backward: negative rows or ffn");
+  if (rows == 0 || ffn == 0) return Status::ok();
+  if (!up || !d_act || !d_up) return invalid_argument("swiglu_backward: a null device buffer");
+  RagdotMoeSwigluParams p{};
+  p.up = up;
+  p.rows = rows;
+  p.ffn = ffn;
+  p.elem_bytes = int(dtype_size(dtype));
+  p.d_act = d_act;
+  p.d_up = d_up;
+  return s_->launch(s_->swiglu_backward, element_blocks(rows * ffn), kElementThreads, &p, stream,
+                    "launching ragdot_moe_swiglu_backward");
+}
+
+Status DeviceMoeOps::accumulate(void* y, const void* x, std::int64_t count, DType dtype, void* stream) const {
+  RAGDOT_RETURN_IF_ERROR(check_rows_dtype("accumulate", dtype));
+  if (count < 0) return invalid_argument("accumulate: negative count");
+  if (count == 0) return Status::ok();
+  if (!y || !x) return invalid_argument("accumulate: a null device buffer");
+  RagdotMoeAccumulateParams p{};
+  p.y = y;
+  p.x = x;
+  p.count = count;
+  p.elem_bytes = int(dtype_size(dtype));
+  return s_->launch(s_->accumulate, element_blocks(count), kElementThreads, &p, stream,
+                    "launching ragdot_moe_accumulate");
 }
 
 }  // namespace ragdot::moe

@@ -23,8 +23,9 @@ CUdeviceptr dptr(const void* p) { return reinterpret_cast<CUdeviceptr>(p); }
 
 struct DevicePermutation::State {
   const cuda::Device* device = nullptr;
-  std::shared_ptr<const cuda::LoadedModule> module;
+  std::shared_ptr<const cuda::LoadedModule> module, backward_module;
   CUfunction count = nullptr, offsets = nullptr, scatter = nullptr, gather = nullptr, combine = nullptr;
+  CUfunction combine_backward = nullptr;
   std::int64_t max_pairs = 0, experts = 0;
 };
 
@@ -57,6 +58,12 @@ Result<DevicePermutation> DevicePermutation::create(int device, std::int64_t max
   for (const auto& f : fns) {
     RAGDOT_CU_RETURN_IF_ERROR(cuda::driver()->cuModuleGetFunction(f.f, s->module->module, f.name), f.name);
   }
+  RAGDOT_ASSIGN_OR_RETURN(s->backward_module,
+                          cuda::load_module(*s->device, "#include \"ragdot/moe_combine_backward.cuh\"\n",
+                                            "ragdot_moe_combine_backward.cu"));
+  RAGDOT_CU_RETURN_IF_ERROR(cuda::driver()->cuModuleGetFunction(&s->combine_backward, s->backward_module->module,
+                                                                "ragdot_moe_combine_backward"),
+                            "ragdot_moe_combine_backward");
   s->max_pairs = max_pairs;
   s->experts = experts;
   return DevicePermutation(std::move(s));
@@ -135,8 +142,9 @@ Result<RagdotMoeRowsParams> rows_params(const char* what, const DeviceSortBuffer
   return p;
 }
 
-Status launch_rows(CUfunction f, const cuda::Device& device, std::int64_t blocks, RagdotMoeRowsParams& p,
-                   void* stream, const char* what) {
+template <class Params>
+Status launch_rows(CUfunction f, const cuda::Device& device, std::int64_t blocks, Params& p, void* stream,
+                   const char* what) {
   cuda::ScopedContext ctx(device.context);
   RAGDOT_RETURN_IF_ERROR(ctx.status());
   void* args[] = {&p};
@@ -163,7 +171,7 @@ Status DevicePermutation::gather(const void* x, const float* scale, const Device
 
 Status DevicePermutation::combine(const void* rows, const float* weights, const DeviceSortBuffers& sorted,
                                   std::int64_t tokens, std::int64_t top_k, std::int64_t hidden, DType dtype,
-                                  bool accumulate, void* y, void* stream) const {
+                                  bool accumulate, void* y, void* stream, const void* addend) const {
   RAGDOT_ASSIGN_OR_RETURN(RagdotMoeRowsParams p, rows_params("combine", sorted, tokens, top_k, hidden, dtype, s_->max_pairs));
   if (tokens == 0 || hidden == 0) return Status::ok();
   if (!rows || !weights || !y || !sorted.row_of) return invalid_argument("combine: a null device buffer");
@@ -171,7 +179,32 @@ Status DevicePermutation::combine(const void* rows, const float* weights, const 
   p.weights = weights;
   p.y = y;
   p.accumulate = accumulate ? 1 : 0;
+  p.addend = addend;
   return launch_rows(s_->combine, *s_->device, tokens, p, stream, "launching ragdot_moe_combine");
+}
+
+Status DevicePermutation::combine_backward(const void* token_rows, const void* sorted_rows, const float* weights,
+                                           const DeviceSortBuffers& sorted, std::int64_t tokens, std::int64_t top_k,
+                                           std::int64_t hidden, DType dtype, void* scaled, float* dots,
+                                           void* stream) const {
+  RAGDOT_ASSIGN_OR_RETURN(RagdotMoeRowsParams rp,
+                          rows_params("combine_backward", sorted, tokens, top_k, hidden, dtype, s_->max_pairs));
+  if (rp.pairs == 0 || hidden == 0 || (!scaled && !dots)) return Status::ok();
+  if (!token_rows || !sorted.pair_of || (scaled && !weights) || (dots && !sorted_rows)) {
+    return invalid_argument("combine_backward: a null device buffer");
+  }
+  RagdotMoeRowGradParams p{};
+  p.pair_of = rp.pair_of;
+  p.rows = rp.pairs;
+  p.top_k = rp.top_k;
+  p.hidden = rp.hidden;
+  p.elem_bytes = rp.elem_bytes;
+  p.token_rows = token_rows;
+  p.sorted_rows = sorted_rows;
+  p.weights = weights;
+  p.scaled = scaled;
+  p.dots = dots;
+  return launch_rows(s_->combine_backward, *s_->device, p.rows, p, stream, "launching ragdot_moe_combine_backward");
 }
 
 }  // namespace ragdot::moe

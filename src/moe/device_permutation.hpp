@@ -1,5 +1,6 @@
-// The MoE permutation on a GPU (kernels/ragdot/moe_permute.cuh): the stable sort of the
-// (token, slot) pairs by expert, the gather of their rows and the weighted combine, all enqueued
+// The MoE permutation on a GPU (kernels/ragdot/moe_permute.cuh, moe_combine_backward.cuh): the
+// stable sort of the (token, slot) pairs by expert, the gather of their rows and the weighted
+// combine, and the combine's backward, all enqueued
 // on the caller's stream with no host sync. The group sizes the expert ragged dots need are an
 // output on the device. Built only with CUDA; the host path is moe/permutation.hpp.
 #pragma once
@@ -37,9 +38,19 @@ class DevicePermutation {
   // [tokens * top_k, hidden], bf16 or f32; scale [tokens] f32 or null.
   Status gather(const void* x, const float* scale, const DeviceSortBuffers& sorted, std::int64_t tokens,
                 std::int64_t top_k, std::int64_t hidden, DType dtype, void* rows, void* stream) const;
-  // y[t] (+)= sum_j weights[t, j] * rows[row_of[t, j]], accumulated in f32; weights [tokens, top_k] f32.
+  // y[t] (+)= addend[t] + sum_j weights[t, j] * rows[row_of[t, j]], accumulated in f32; weights
+  // [tokens, top_k] f32; addend [tokens, hidden] of the rows' dtype, or null.
   Status combine(const void* rows, const float* weights, const DeviceSortBuffers& sorted, std::int64_t tokens,
-                 std::int64_t top_k, std::int64_t hidden, DType dtype, bool accumulate, void* y, void* stream) const;
+                 std::int64_t top_k, std::int64_t hidden, DType dtype, bool accumulate, void* y, void* stream,
+                 const void* addend = nullptr) const;
+  // The combine's backward, per sorted row r of the pair (t, j): scaled[r] = weights[t, j] *
+  // token_rows[t] (if scaled is not null) and dots[t, j] = token_rows[t] . sorted_rows[r] (if dots
+  // is not null), f32 sums. With token_rows = dy and sorted_rows = the expert outputs: the rows'
+  // and the combine weights' gradients; with token_rows = x and sorted_rows = the rows' gradients:
+  // the gradient of a per-token input scale (summed over the token's pairs).
+  Status combine_backward(const void* token_rows, const void* sorted_rows, const float* weights,
+                          const DeviceSortBuffers& sorted, std::int64_t tokens, std::int64_t top_k, std::int64_t hidden,
+                          DType dtype, void* scaled, float* dots, void* stream) const;
 
   DevicePermutation(DevicePermutation&&) noexcept;
   DevicePermutation& operator=(DevicePermutation&&) noexcept;

@@ -6,8 +6,6 @@ namespace ragdot::moe {
 
 namespace {
 
-enum PlanIndex { kUp, kDown, kDataGradAct, kDataGradIn, kWeightGradDown, kWeightGradUp };
-
 float sigmoid(float z) { return 1.0f / (1.0f + std::exp(-z)); }
 
 }  // namespace
@@ -20,15 +18,7 @@ Result<ExpertFfn> ExpertFfn::create(std::int64_t rows, std::int64_t groups, std:
                             std::to_string(ffn) + ")");
   ExpertFfn f;
   f.rows_ = rows, f.ffn_ = ffn;
-  const std::vector<RaggedDotSpec> specs = {
-      grouped_spec(rows, hidden, 2 * ffn, groups, false),  // up = in * W_up
-      grouped_spec(rows, ffn, hidden, groups, false),      // out = act * W_down
-      grouped_spec(rows, hidden, ffn, groups, true),       // d_act = d_out * W_down^T
-      grouped_spec(rows, 2 * ffn, hidden, groups, true),   // d_in = d_up * W_up^T
-      weight_gradient_spec(rows, ffn, hidden, groups),     // d_W_down = act^T d_out per group
-      weight_gradient_spec(rows, hidden, 2 * ffn, groups), // d_W_up = in^T d_up per group
-  };
-  for (const RaggedDotSpec& spec : specs) {
+  for (const RaggedDotSpec& spec : expert_ffn_specs(rows, groups, hidden, ffn)) {
     RAGDOT_ASSIGN_OR_RETURN(Plan plan, plan_host(spec, options, ws));
     f.plans_.push_back(std::move(plan));
   }
@@ -38,27 +28,26 @@ Result<ExpertFfn> ExpertFfn::create(std::int64_t rows, std::int64_t groups, std:
 Status ExpertFfn::forward(const float* in, const float* w_up, const float* w_down, const std::int64_t* gs, float* up,
                           float* act, float* out, MutableBuffer ws, std::int64_t* dropped_rows) const {
   ExecuteReport report;
-  RAGDOT_RETURN_IF_ERROR(run_host(plans_[kUp], in, w_up, gs, up, ws, &report));
+  RAGDOT_RETURN_IF_ERROR(run_host(plans_[kFfnUp], in, w_up, gs, up, ws, &report));
   if (dropped_rows) *dropped_rows = report.dropped_rows;
   swiglu(up, rows_, ffn_, act);
-  return run_host(plans_[kDown], act, w_down, gs, out, ws);
+  return run_host(plans_[kFfnDown], act, w_down, gs, out, ws);
 }
 
 Status ExpertFfn::backward(const float* in, const float* up, const float* act, const float* w_up, const float* w_down,
                            const std::int64_t* gs, const float* d_out, float* d_act, float* d_up, float* d_in,
                            float* d_w_up, float* d_w_down, MutableBuffer ws) const {
-  RAGDOT_RETURN_IF_ERROR(run_host(plans_[kDataGradAct], d_out, w_down, gs, d_act, ws));
-  if (d_w_down) RAGDOT_RETURN_IF_ERROR(run_host(plans_[kWeightGradDown], act, d_out, gs, d_w_down, ws));
+  RAGDOT_RETURN_IF_ERROR(run_host(plans_[kFfnDataGradAct], d_out, w_down, gs, d_act, ws));
+  if (d_w_down) RAGDOT_RETURN_IF_ERROR(run_host(plans_[kFfnWeightGradDown], act, d_out, gs, d_w_down, ws));
   swiglu_backward(up, d_act, rows_, ffn_, d_up);
-  RAGDOT_RETURN_IF_ERROR(run_host(plans_[kDataGradIn], d_up, w_up, gs, d_in, ws));
-  if (d_w_up) RAGDOT_RETURN_IF_ERROR(run_host(plans_[kWeightGradUp], in, d_up, gs, d_w_up, ws));
+  RAGDOT_RETURN_IF_ERROR(run_host(plans_[kFfnDataGradIn], d_up, w_up, gs, d_in, ws));
+  if (d_w_up) RAGDOT_RETURN_IF_ERROR(run_host(plans_[kFfnWeightGradUp], in, d_up, gs, d_w_up, ws));
   return Status::ok();
 }
 
 std::string ExpertFfn::describe() const {
-  static const char* names[] = {"up", "down", "d_act", "d_in", "d_w_down", "d_w_up"};
   std::string s;
-  for (std::size_t i = 0; i < plans_.size(); ++i) s += std::string(names[i]) + ": " + plans_[i].to_string() + "\n";
+  for (std::size_t i = 0; i < plans_.size(); ++i) s += std::string(expert_ffn_gemm_name(int(i))) + ": " + plans_[i].to_string() + "\n";
   return s;
 }
 

@@ -8,26 +8,51 @@ namespace {
 constexpr std::size_t kWorkspaceAlign = 64;
 }
 
-RaggedDotSpec grouped_spec(std::int64_t m, std::int64_t a, std::int64_t b, std::int64_t g, bool rhs_transposed) {
+RaggedDotSpec grouped_spec(std::int64_t m, std::int64_t a, std::int64_t b, std::int64_t g, bool rhs_transposed,
+                           GemmDTypes types) {
   RaggedDotSpec s;
-  s.lhs = {DType::kF32, {m, a}};
-  s.rhs = {DType::kF32, rhs_transposed ? std::vector<std::int64_t>{g, b, a} : std::vector<std::int64_t>{g, a, b}};
-  s.group_sizes = {DType::kI64, {g}};
+  s.lhs = {types.operands, {m, a}};
+  s.rhs = {types.operands, rhs_transposed ? std::vector<std::int64_t>{g, b, a} : std::vector<std::int64_t>{g, a, b}};
+  s.group_sizes = {types.group_sizes, {g}};
   s.dims.dot = {{1}, {rhs_transposed ? 2 : 1}, {}, {}};
   s.dims.lhs_ragged = {0};
   s.dims.rhs_group = {0};
   return s;
 }
 
-RaggedDotSpec weight_gradient_spec(std::int64_t m, std::int64_t a, std::int64_t b, std::int64_t g) {
+RaggedDotSpec weight_gradient_spec(std::int64_t m, std::int64_t a, std::int64_t b, std::int64_t g, GemmDTypes types) {
   RaggedDotSpec s;
-  s.lhs = {DType::kF32, {m, a}};
-  s.rhs = {DType::kF32, {m, b}};
-  s.group_sizes = {DType::kI64, {g}};
+  s.lhs = {types.operands, {m, a}};
+  s.rhs = {types.operands, {m, b}};
+  s.group_sizes = {types.group_sizes, {g}};
   s.dims.dot = {{0}, {0}, {}, {}};
   s.dims.lhs_ragged = {0};
   s.dims.rhs_group = {};
   return s;
+}
+
+std::vector<RaggedDotSpec> expert_ffn_specs(std::int64_t rows, std::int64_t groups, std::int64_t hidden,
+                                            std::int64_t ffn, GemmDTypes types) {
+  return {
+      grouped_spec(rows, hidden, 2 * ffn, groups, false, types),  // up = in * W_up
+      grouped_spec(rows, ffn, hidden, groups, false, types),      // out = act * W_down
+      grouped_spec(rows, hidden, ffn, groups, true, types),       // d_act = d_out * W_down^T
+      grouped_spec(rows, 2 * ffn, hidden, groups, true, types),   // d_in = d_up * W_up^T
+      weight_gradient_spec(rows, ffn, hidden, groups, types),     // d_W_down = act^T d_out per group
+      weight_gradient_spec(rows, hidden, 2 * ffn, groups, types), // d_W_up = in^T d_up per group
+  };
+}
+
+const char* expert_ffn_gemm_name(int gemm) {
+  static const char* names[] = {"up", "down", "d_act", "d_in", "d_w_down", "d_w_up"};
+  return gemm >= 0 && gemm < 6 ? names[gemm] : "?";
+}
+
+std::vector<RaggedDotSpec> router_specs(std::int64_t tokens, std::int64_t hidden, std::int64_t experts,
+                                        GemmDTypes types) {
+  return {grouped_spec(tokens, hidden, experts, 1, false, types),  // logits = x Wr: [T,H] x [1,H,E]
+          grouped_spec(tokens, experts, hidden, 1, true, types),   // d_x = d_logits Wr^T: [T,E] x [1,H,E]^T
+          weight_gradient_spec(tokens, hidden, experts, 1, types)};  // d_Wr = x^T d_logits
 }
 
 void HostWorkspace::reserve(std::size_t bytes) {
@@ -50,13 +75,20 @@ Result<Plan> plan_host(const RaggedDotSpec& spec, const PlanOptions& options, Ho
 
 Status run_host(const Plan& plan, const float* lhs, const float* rhs, const std::int64_t* gs, float* out,
                 MutableBuffer ws, ExecuteReport* report) {
+  return run_plan(plan, lhs, rhs, gs, out, ws, nullptr, report);
+}
+
+Status run_plan(const Plan& plan, const void* lhs, const void* rhs, const void* gs, void* out, MutableBuffer ws,
+                void* stream, ExecuteReport* report) {
   const RaggedDotSpec& s = plan.op().spec();
+  const MemorySpace space = plan.memory_space();
   ExecuteArgs a;
-  a.lhs = {lhs, s.lhs.num_bytes(), MemorySpace::kHost};
-  a.rhs = {rhs, s.rhs.num_bytes(), MemorySpace::kHost};
-  a.group_sizes = {gs, s.group_sizes.num_bytes(), MemorySpace::kHost};
-  a.out = {out, plan.op().out().num_bytes(), MemorySpace::kHost};
+  a.lhs = {lhs, s.lhs.num_bytes(), space};
+  a.rhs = {rhs, s.rhs.num_bytes(), space};
+  a.group_sizes = {gs, s.group_sizes.num_bytes(), space};
+  a.out = {out, plan.op().out().num_bytes(), space};
   a.workspace = ws;
+  a.stream = stream;
   a.report = report;
   return plan.execute(a);
 }

@@ -1,5 +1,6 @@
-// The f32 ragged dots the MoE layer plans on host buffers (the expert FFN's and the router's),
-// their specs, and one aligned workspace they all share, sized at plan time.
+// The ragged dots of the MoE layer (the expert FFN's and the router's): their specs, shared by the
+// host layer (f32) and the device layer (bf16), and for the host one aligned workspace they all
+// share, sized at plan time.
 #pragma once
 
 #include <cstdint>
@@ -10,10 +11,30 @@
 
 namespace ragdot::moe {
 
+// Operand and group-size dtypes of the specs below (the output follows JAX's rule unless a
+// caller sets preferred_element_type).
+struct GemmDTypes {
+  DType operands = DType::kF32;
+  DType group_sizes = DType::kI64;
+};
+
 // lhs [m, a] against per-group rhs [g, a, b] (mode 1), or rhs [g, b, a] contracting its last dim.
-RaggedDotSpec grouped_spec(std::int64_t m, std::int64_t a, std::int64_t b, std::int64_t g, bool rhs_transposed);
+RaggedDotSpec grouped_spec(std::int64_t m, std::int64_t a, std::int64_t b, std::int64_t g, bool rhs_transposed,
+                           GemmDTypes types = {});
 // [g, a, b] = per group lhs[rows, a]^T rhs[rows, b] (mode 2, ragged along the rows).
-RaggedDotSpec weight_gradient_spec(std::int64_t m, std::int64_t a, std::int64_t b, std::int64_t g);
+RaggedDotSpec weight_gradient_spec(std::int64_t m, std::int64_t a, std::int64_t b, std::int64_t g,
+                                   GemmDTypes types = {});
+
+// The expert FFN's six ragged dots over `rows` expert-sorted rows, in ExpertFfnGemm order.
+enum ExpertFfnGemm { kFfnUp, kFfnDown, kFfnDataGradAct, kFfnDataGradIn, kFfnWeightGradDown, kFfnWeightGradUp };
+std::vector<RaggedDotSpec> expert_ffn_specs(std::int64_t rows, std::int64_t groups, std::int64_t hidden,
+                                            std::int64_t ffn, GemmDTypes types = {});
+const char* expert_ffn_gemm_name(int gemm);  // "up", "down", "d_act", "d_in", "d_w_down", "d_w_up"
+
+// The router's three products, one group holding every token, in RouterGemm order.
+enum RouterGemm { kRouterLogits, kRouterDataGrad, kRouterWeightGrad };
+std::vector<RaggedDotSpec> router_specs(std::int64_t tokens, std::int64_t hidden, std::int64_t experts,
+                                        GemmDTypes types = {});
 
 // Workspace for every plan of a layer; plans run one after another, so the largest one sizes it.
 class HostWorkspace {
@@ -31,5 +52,8 @@ Result<Plan> plan_host(const RaggedDotSpec& spec, const PlanOptions& options, Ho
 // Runs a plan_host plan on host f32 buffers, group sizes int64.
 Status run_host(const Plan& plan, const float* lhs, const float* rhs, const std::int64_t* gs, float* out,
                 MutableBuffer ws, ExecuteReport* report = nullptr);
+// Runs a plan on buffers of its memory space, sized as its op says; `stream` for device plans.
+Status run_plan(const Plan& plan, const void* lhs, const void* rhs, const void* gs, void* out, MutableBuffer ws,
+                void* stream, ExecuteReport* report = nullptr);
 
 }  // namespace ragdot::moe

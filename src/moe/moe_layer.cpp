@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "moe/expert_ffn.hpp"
+#include "moe/layer_config.hpp"
 #include "moe/permutation.hpp"
 #include "moe/router.hpp"
 
@@ -30,9 +31,6 @@ Result<MoeConfig> preset_config(std::string_view preset, std::int64_t shrink) {
   c.routed_scaling = p.router == RouterKind::kDeepSeekV3 ? 2.5 : 1.0;
   return c;
 }
-
-// The router's three products, planned as one-group ragged dots (all T tokens in the group).
-enum RouterPlan { kLogits, kRouterDataGrad, kRouterWeightGrad };
 
 struct MoeLayer::State {
   MoeConfig c;
@@ -62,21 +60,24 @@ MoeLayer::MoeLayer(MoeLayer&&) noexcept = default;
 MoeLayer& MoeLayer::operator=(MoeLayer&&) noexcept = default;
 MoeLayer::~MoeLayer() = default;
 
-Result<MoeLayer> MoeLayer::create(const MoeConfig& c, std::int64_t tokens, const PlanOptions& options) {
+Status check_layer_config(const MoeConfig& c, std::int64_t tokens) {
   if (c.hidden < 1 || c.ffn < 1 || c.experts < 1 || c.top_k < 1 || c.top_k > c.experts || c.shared_experts < 0)
     return invalid_argument("MoE config: hidden, ffn, experts >= 1, 1 <= top_k <= experts, shared_experts >= 0");
   if (c.router == RouterKind::kLlama4 && c.top_k != 1)
     return invalid_argument("the Llama-4 router scales the input by its top-1 score: top_k must be 1");
   if (tokens < 1) return invalid_argument("MoE layer: tokens must be >= 1 (got " + std::to_string(tokens) + ")");
+  return Status::ok();
+}
+
+Result<MoeLayer> MoeLayer::create(const MoeConfig& c, std::int64_t tokens, const PlanOptions& options) {
+  RAGDOT_RETURN_IF_ERROR(check_layer_config(c, tokens));
   const std::int64_t m = tokens * c.top_k;
   HostWorkspace ws;
   RAGDOT_ASSIGN_OR_RETURN(ExpertFfn routed, ExpertFfn::create(m, c.experts, c.hidden, c.ffn, options, ws));
   // one shared expert at a time: one group holding every token
   RAGDOT_ASSIGN_OR_RETURN(ExpertFfn shared, ExpertFfn::create(tokens, 1, c.hidden, c.ffn, options, ws));
   std::vector<Plan> router;
-  for (const RaggedDotSpec& spec : {grouped_spec(tokens, c.hidden, c.experts, 1, false),  // [T,H] x [1,H,E]
-                                    grouped_spec(tokens, c.experts, c.hidden, 1, true),   // [T,E] x [1,H,E]^T
-                                    weight_gradient_spec(tokens, c.hidden, c.experts, 1)}) {
+  for (const RaggedDotSpec& spec : router_specs(tokens, c.hidden, c.experts)) {
     RAGDOT_ASSIGN_OR_RETURN(Plan plan, plan_host(spec, options, ws));
     router.push_back(std::move(plan));
   }
@@ -120,7 +121,7 @@ std::int64_t MoeLayer::tokens() const { return s_->tokens; }
 const MoeRouting& MoeLayer::routing() const { return s_->routing; }
 
 std::string MoeLayer::describe() const {
-  std::string d = "router: " + s_->router[kLogits].to_string() + "\n";
+  std::string d = "router: " + s_->router[kRouterLogits].to_string() + "\n";
   d += "routed experts (" + std::to_string(s_->c.experts) + " groups):\n" + s_->routed.describe();
   if (s_->has_shared) d += "shared experts (x" + std::to_string(s_->c.shared_experts) + "):\n" + s_->shared.describe();
   return d;
@@ -144,7 +145,7 @@ Status MoeLayer::forward(const float* x, const MoeParams& p, float* y) {
   RAGDOT_RETURN_IF_ERROR(check_params(c, p));
   const std::int64_t t = s.tokens, h = c.hidden, f = c.ffn, e = c.experts, k = c.top_k;
   const MutableBuffer ws = s.ws.buffer();
-  RAGDOT_RETURN_IF_ERROR(run_host(s.router[kLogits], x, p.router, s.shared_gs.data(), s.logits.data(), ws));
+  RAGDOT_RETURN_IF_ERROR(run_host(s.router[kRouterLogits], x, p.router, s.shared_gs.data(), s.logits.data(), ws));
   for (std::int64_t i = 0; i < t; ++i) {
     route_token(c.router, s.logits.data() + i * e, p.router_bias, e, k, c.routed_scaling,
                 {s.routing.experts.data() + i * k, s.routing.weights.data() + i * k, s.routing.input_scale.data() + i},

@@ -262,8 +262,25 @@ TEST(CliProgram, LayerRunsForwardAndBackwardBesideThePaddedBaselines) {
   EXPECT_TRUE(contains(r.out, "padded, capacity factor 1.00")) << r.out;
   // 512 pairs over 256 experts at capacity 2 per expert: a seeded router always overflows some
   EXPECT_FALSE(contains(r.out, "padded, capacity factor 1.00            0 of 512")) << r.out;
-  const auto bad = ragdot({"layer", "--backend", "cuda"});
+  const auto bad = ragdot({"layer", "--backend", "cublas"});
   EXPECT_EQ(bad.exit_code, 2) << bad.out;
+  EXPECT_EQ(ragdot({"layer", "--json", "layer.json"}).exit_code, 2) << "--json is for the GPU layer";
+}
+
+TEST(CliProgram, LayerOnTheGpuRunsOrSaysWhyNot) {
+  // a small layer, so that it is quick where there is a GPU
+  const auto r = ragdot({"layer", "--backend", "cuda", "--model", "qwen3-30b-a3b", "--tokens", "64", "--shrink", "16",
+                         "--reps", "1", "--warmup", "0", "--no-baseline"});
+  if (r.exit_code == 0) {
+    EXPECT_TRUE(contains(r.out, "MoE layer qwen3-30b-a3b / 16: 64 tokens")) << r.out;
+    EXPECT_TRUE(contains(r.out, "ragdot (cuda)")) << r.out;
+    EXPECT_TRUE(contains(r.out, "permutation + combine")) << r.out;
+  } else if (r.exit_code == 2) {  // a build without the GPU backends does not know the name
+    EXPECT_TRUE(contains(r.err, "unknown backend 'cuda'")) << r.err;
+  } else {
+    EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+    EXPECT_TRUE(contains(r.err, "not available")) << r.err;
+  }
 }
 
 TEST(CliProgram, PlanPrintsTheOpAndOneLinePlan) {

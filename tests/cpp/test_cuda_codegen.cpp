@@ -104,8 +104,11 @@ TEST(CudaCodegen, MoeKernelsCompileWithoutLocalMemory) {
   } modules[] = {
       {"moe_permute", {"ragdot_moe_count", "ragdot_moe_offsets", "ragdot_moe_scatter", "ragdot_moe_gather",
                        "ragdot_moe_combine"}},
-      {"moe_route", {"ragdot_moe_route"}},
-      {"moe_swiglu", {"ragdot_moe_swiglu"}},
+      {"moe_route", {"ragdot_moe_route", "ragdot_moe_route_backward"}},
+      {"moe_swiglu", {"ragdot_moe_swiglu", "ragdot_moe_swiglu_backward"}},
+      {"moe_combine_backward", {"ragdot_moe_combine_backward"}},
+      {"moe_accumulate", {"ragdot_moe_accumulate"}},
+      {"fill_uniform", {"ragdot_fill_uniform"}},
   };
   for (const auto& m : modules) {
     const std::string source = std::string("#include \"ragdot/") + m.header + ".cuh\"\n";

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ragdot/moe.hpp"
+#include "ragdot/moe_device.hpp"
 
 namespace ragdot::moe {
 namespace {
@@ -213,6 +214,34 @@ TEST(MoeLayer, BadConfigAndCallsAreClearErrors) {
   EXPECT_FALSE(layer->forward(nullptr, p.view(), y.data()).is_ok());
   EXPECT_TRUE(layer->forward(x.data(), p.view(), y.data()).is_ok());
   EXPECT_FALSE(layer->backward(x.data(), p.view(), dy.data(), MoeGrads{}).is_ok());  // no d_x
+}
+
+// The values the device fill writes (and bench/moe_layer_peers.py reproduces with NumPy, so that
+// the peers route like ragdot): pinned, so that a change to the hash shows here.
+TEST(MoeLayer, UniformFillValuesArePinned) {
+  EXPECT_EQ(uniform_fill_value(17, 0, 0.011048543f), 0.0102251442f);
+  EXPECT_EQ(uniform_fill_value(17, 12345, 0.011048543f), -0.00688234717f);
+  EXPECT_EQ(uniform_fill_value(17, (std::uint64_t(1) << 32) + 5, 0.011048543f), 0.00224104803f);
+  for (std::uint64_t i = 0; i < 1000; ++i) {
+    const float v = uniform_fill_value(3, i, 2.0f);
+    EXPECT_GE(v, -2.0f);
+    EXPECT_LT(v, 2.0f);
+  }
+}
+
+// Where there is no GPU (or no CUDA in the build), the device layer's entry points are clean
+// errors, never a crash; bad arguments are refused before any device is touched.
+TEST(MoeLayer, DeviceLayerFailsCleanlyWithoutAGpu) {
+  auto config = preset_config("qwen3-30b-a3b", 64);
+  ASSERT_TRUE(config.ok());
+  EXPECT_FALSE(DeviceMoeLayer::create(*config, 0).ok()) << "no tokens";
+  DeviceMoeOptions o;
+  o.capacity_factor = 1.0;  // needs the padded expert backend
+  EXPECT_FALSE(DeviceMoeLayer::create(*config, 16, o).ok());
+  auto layer = DeviceMoeLayer::create(*config, 16);
+  if (!layer.ok()) EXPECT_FALSE(layer.status().message().empty());
+  EXPECT_FALSE(fill_device_uniform(0, nullptr, DType::kBF16, 16, 1, 1.0f, nullptr).is_ok());
+  EXPECT_FALSE(fill_device_uniform(0, nullptr, DType::kF16, 16, 1, 1.0f, nullptr).is_ok());
 }
 
 }  // namespace

@@ -13,49 +13,19 @@
 
 #include "backends/cpu/reference.hpp"
 #include "gpu_test_support.hpp"
+#include "moe_device_support.hpp"
 #include "moe/device_moe_ops.hpp"
 #include "moe/device_permutation.hpp"
 #include "moe/expert_ffn.hpp"
 #include "moe/router.hpp"
+#include "ragdot/moe_device.hpp"
 #include "ragdot/workloads.hpp"
 
 namespace ragdot {
 namespace {
 
 using gpu_test::gpu;
-
-// A device buffer of the first GPU, freed at scope end.
-struct DeviceBuffer {
-  void* p = nullptr;
-  explicit DeviceBuffer(std::size_t bytes) {
-    auto r = gpu()->alloc(bytes == 0 ? 4 : bytes);
-    EXPECT_TRUE(r.ok()) << r.status().to_string();
-    if (r.ok()) p = *r;
-  }
-  ~DeviceBuffer() {
-    if (p) gpu()->free(p);
-  }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-};
-
-template <class T>
-void upload(DeviceBuffer& d, const std::vector<T>& v) {
-  ASSERT_TRUE(gpu()->upload(d.p, v.data(), v.size() * sizeof(T)).is_ok());
-}
-
-template <class T>
-std::vector<T> download(const DeviceBuffer& d, std::size_t count) {
-  std::vector<T> v(count);
-  EXPECT_TRUE(gpu()->synchronize().is_ok());
-  EXPECT_TRUE(gpu()->download(v.data(), d.p, count * sizeof(T)).is_ok());
-  return v;
-}
-
-void poison(DeviceBuffer& d, std::size_t bytes) {
-  std::vector<unsigned char> junk(bytes, 0x7f);
-  ASSERT_TRUE(gpu()->upload(d.p, junk.data(), bytes).is_ok());
-}
+using namespace moe_test;  // NOLINT: DeviceBuffer, upload, download, poison, bf16 helpers
 
 struct HostSort {
   std::vector<int> group_sizes, row_of, pair_of;
@@ -155,46 +125,6 @@ TEST(MoeDevicePermutation, RejectsBadArguments) {
   EXPECT_FALSE(perm->combine(a.p, nullptr, out, 10, 4, 8, DType::kF32, false, b.p, nullptr).is_ok());
 }
 
-float to_f32(std::uint16_t h) {
-  const std::uint32_t u = std::uint32_t(h) << 16;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-std::uint16_t to_bf16(float f) {
-  std::uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return std::uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-}
-
-// Values of x / rows / y as f32, from bf16 or f32 storage.
-std::vector<float> as_f32(const std::vector<unsigned char>& bytes, DType dt) {
-  const std::size_t es = dtype_size(dt), n = bytes.size() / es;
-  std::vector<float> v(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    if (dt == DType::kF32) {
-      std::memcpy(&v[i], bytes.data() + 4 * i, 4);
-    } else {
-      std::uint16_t h;
-      std::memcpy(&h, bytes.data() + 2 * i, 2);
-      v[i] = to_f32(h);
-    }
-  }
-  return v;
-}
-std::vector<unsigned char> from_f32(const std::vector<float>& v, DType dt) {
-  std::vector<unsigned char> b(v.size() * dtype_size(dt));
-  for (std::size_t i = 0; i < v.size(); ++i) {
-    if (dt == DType::kF32) {
-      std::memcpy(b.data() + 4 * i, &v[i], 4);
-    } else {
-      const std::uint16_t h = to_bf16(v[i]);
-      std::memcpy(b.data() + 2 * i, &h, 2);
-    }
-  }
-  return b;
-}
-
 TEST(MoeDevicePermutation, GatherAndCombineMatchTheHost) {
   REQUIRE_GPU();
   workloads::SplitMix64 rng(11);
@@ -271,21 +201,24 @@ TEST(MoeDevicePermutation, GatherAndCombineMatchTheHost) {
   }
 }
 
+// Every preset's router kind at its size, and the largest the device router takes.
+struct RouterCase {
+  workloads::RouterKind kind;
+  std::int64_t experts, k;
+  double scaling;
+};
+const RouterCase kRouterCases[] = {{workloads::RouterKind::kSoftmaxTopK, 8, 2, 1.0},
+                                   {workloads::RouterKind::kSoftmaxTopKRenormalized, 128, 8, 1.0},
+                                   {workloads::RouterKind::kDeepSeekV3, 256, 8, 2.5},
+                                   {workloads::RouterKind::kLlama4, 16, 1, 1.0},
+                                   {workloads::RouterKind::kSoftmaxTopK, 1024, 16, 1.0}};
+
 TEST(MoeDeviceOps, RoutersMatchTheHost) {
   REQUIRE_GPU();
   using workloads::RouterKind;
   workloads::SplitMix64 rng(13);
   const std::int64_t tokens = 333;
-  const struct {
-    RouterKind kind;
-    std::int64_t experts, k;
-    double scaling;
-  } routers[] = {{RouterKind::kSoftmaxTopK, 8, 2, 1.0},
-                 {RouterKind::kSoftmaxTopKRenormalized, 128, 8, 1.0},
-                 {RouterKind::kDeepSeekV3, 256, 8, 2.5},
-                 {RouterKind::kLlama4, 16, 1, 1.0},
-                 {RouterKind::kSoftmaxTopK, 1024, 16, 1.0}};
-  for (const auto& rt : routers) {
+  for (const auto& rt : kRouterCases) {
     const std::string what = "router " + std::to_string(int(rt.kind)) + " experts " + std::to_string(rt.experts) +
                              " k " + std::to_string(rt.k);
     auto ops = moe::DeviceMoeOps::create(0, rt.kind, rt.experts, rt.k, rt.scaling);
@@ -379,6 +312,228 @@ TEST(MoeDeviceOps, SwigluMatchesTheHost) {
     EXPECT_LT(worst, dt == DType::kF32 ? 1e-5 : 8e-3) << dtype_name(dt);
   }
   EXPECT_FALSE(ops->swiglu(nullptr, 4, 4, DType::kF16, nullptr, nullptr).is_ok());
+}
+
+}  // namespace
+}  // namespace ragdot
+
+namespace ragdot {
+namespace {
+
+using gpu_test::gpu;
+using namespace moe_test;  // NOLINT
+
+TEST(MoeDevicePermutation, CombineBackwardMatchesTheHost) {
+  REQUIRE_GPU();
+  workloads::SplitMix64 rng(19);
+  const std::int64_t tokens = 150, top_k = 3, experts = 8, pairs = tokens * top_k;
+  for (DType dt : {DType::kBF16, DType::kF32}) {
+    for (std::int64_t hidden : {std::int64_t(128), std::int64_t(41)}) {
+      for (bool with_rows : {true, false}) {  // false: dots only, as for the input scale's gradient
+        const std::string what =
+            std::string(dtype_name(dt)) + " hidden " + std::to_string(hidden) + (with_rows ? "" : " dots only");
+        auto perm = moe::DevicePermutation::create(0, pairs, experts);
+        ASSERT_TRUE(perm.ok()) << perm.status().to_string();
+        std::vector<int> ex = route(pairs, int(experts), Routing::kSkewed, rng);
+        const HostSort hs = host_sort(ex, int(experts));
+        const std::size_t n_tok = std::size_t(tokens * hidden), n_rows = std::size_t(pairs * hidden);
+        std::vector<float> dy(n_tok), rows(n_rows), w(static_cast<std::size_t>(pairs));
+        for (auto& v : dy) v = float(rng.uniform() * 2 - 1);
+        for (auto& v : rows) v = float(rng.uniform() * 2 - 1);
+        for (auto& v : w) v = float(rng.uniform());
+        const auto dyb = from_f32(dy, dt), rowsb = from_f32(rows, dt);
+        const auto dyr = as_f32(dyb, dt), rowsr = as_f32(rowsb, dt);
+        const std::size_t es = dtype_size(dt);
+        DeviceBuffer d_ex(std::size_t(pairs) * 4), gs(std::size_t(experts) * 4), row_of(std::size_t(pairs) * 4),
+            pair_of(std::size_t(pairs) * 4), bad(4), ws(perm->sort_workspace_bytes()), d_dy(dyb.size()),
+            d_rows(rowsb.size()), d_w(w.size() * 4), scaled(n_rows * es), dots(std::size_t(pairs) * 4);
+        upload(d_ex, ex);
+        upload(d_dy, dyb);
+        upload(d_rows, rowsb);
+        upload(d_w, w);
+        poison(scaled, n_rows * es);
+        poison(dots, std::size_t(pairs) * 4);
+        const moe::DeviceSortBuffers sorted{gs.p, row_of.p, pair_of.p, bad.p};
+        ASSERT_TRUE(perm->sort(d_ex.p, pairs, sorted, ws.p, gpu()->stream()).is_ok());
+        Status st = perm->combine_backward(d_dy.p, d_rows.p, static_cast<const float*>(d_w.p), sorted, tokens, top_k,
+                                           hidden, dt, with_rows ? scaled.p : nullptr, static_cast<float*>(dots.p),
+                                           gpu()->stream());
+        ASSERT_TRUE(st.is_ok()) << st.to_string();
+        const auto got_dots = download<float>(dots, std::size_t(pairs));
+        const auto got_scaled = as_f32(download<unsigned char>(scaled, n_rows * es), dt);
+        double worst_dot = 0, worst_row = 0;
+        for (std::int64_t r = 0; r < pairs; ++r) {
+          const int p = hs.pair_of[std::size_t(r)];
+          const std::int64_t t = p / top_k;
+          double dot = 0;
+          for (std::int64_t c = 0; c < hidden; ++c) {
+            const float a = dyr[std::size_t(t * hidden + c)];
+            dot += double(a) * rowsr[std::size_t(r * hidden + c)];
+            if (with_rows) {
+              const float want = w[std::size_t(p)] * a;
+              const float want_r = dt == DType::kF32 ? want : round_bf16(want);
+              worst_row = std::max(worst_row, double(std::abs(got_scaled[std::size_t(r * hidden + c)] - want_r)));
+            }
+          }
+          worst_dot = std::max(worst_dot, std::abs(got_dots[std::size_t(p)] - dot) / (1.0 + std::abs(dot)));
+        }
+        EXPECT_LT(worst_dot, 1e-5) << what;
+        EXPECT_LT(worst_row, 1e-6) << what;  // the same product, rounded the same way
+      }
+    }
+  }
+}
+
+TEST(MoeDevicePermutation, CombineAddsTheAddend) {
+  REQUIRE_GPU();
+  workloads::SplitMix64 rng(23);
+  const std::int64_t tokens = 70, top_k = 2, experts = 4, pairs = tokens * top_k, hidden = 64;
+  auto perm = moe::DevicePermutation::create(0, pairs, experts);
+  ASSERT_TRUE(perm.ok()) << perm.status().to_string();
+  std::vector<int> ex = route(pairs, int(experts), Routing::kUniform, rng);
+  const HostSort hs = host_sort(ex, int(experts));
+  std::vector<float> rows(std::size_t(pairs * hidden)), add(std::size_t(tokens * hidden)), w(static_cast<std::size_t>(pairs));
+  for (auto& v : rows) v = round_bf16(float(rng.uniform() * 2 - 1));
+  for (auto& v : add) v = round_bf16(float(rng.uniform() * 2 - 1));
+  for (auto& v : w) v = float(rng.uniform());
+  DeviceBuffer d_ex(std::size_t(pairs) * 4), gs(std::size_t(experts) * 4), row_of(std::size_t(pairs) * 4),
+      pair_of(std::size_t(pairs) * 4), bad(4), ws(perm->sort_workspace_bytes()), d_rows(rows.size() * 2),
+      d_add(add.size() * 2), d_w(w.size() * 4), y(add.size() * 2);
+  upload(d_ex, ex);
+  upload(d_rows, from_f32(rows, DType::kBF16));
+  upload(d_add, from_f32(add, DType::kBF16));
+  upload(d_w, w);
+  poison(y, add.size() * 2);
+  const moe::DeviceSortBuffers sorted{gs.p, row_of.p, pair_of.p, bad.p};
+  ASSERT_TRUE(perm->sort(d_ex.p, pairs, sorted, ws.p, gpu()->stream()).is_ok());
+  Status st = perm->combine(d_rows.p, static_cast<const float*>(d_w.p), sorted, tokens, top_k, hidden, DType::kBF16,
+                            false, y.p, gpu()->stream(), d_add.p);
+  ASSERT_TRUE(st.is_ok()) << st.to_string();
+  const auto got = as_f32(download<unsigned char>(y, add.size() * 2), DType::kBF16);
+  double worst = 0;
+  for (std::int64_t t = 0; t < tokens; ++t) {
+    for (std::int64_t c = 0; c < hidden; ++c) {
+      double want = add[std::size_t(t * hidden + c)];
+      for (std::int64_t j = 0; j < top_k; ++j) {
+        const int r = hs.row_of[std::size_t(t * top_k + j)];
+        want += double(w[std::size_t(t * top_k + j)]) * rows[std::size_t(r * hidden + c)];
+      }
+      worst = std::max(worst, std::abs(got[std::size_t(t * hidden + c)] - want) / (1.0 + std::abs(want)));
+    }
+  }
+  EXPECT_LT(worst, 8e-3);
+}
+
+TEST(MoeDeviceOps, RouterBackwardMatchesTheHost) {
+  REQUIRE_GPU();
+  using workloads::RouterKind;
+  workloads::SplitMix64 rng(29);
+  const std::int64_t tokens = 201;
+  for (const auto& rt : kRouterCases) {
+    const std::string what = "router " + std::to_string(int(rt.kind)) + " experts " + std::to_string(rt.experts);
+    auto ops = moe::DeviceMoeOps::create(0, rt.kind, rt.experts, rt.k, rt.scaling);
+    ASSERT_TRUE(ops.ok()) << ops.status().to_string();
+    const std::size_t n_logits = std::size_t(tokens * rt.experts), pairs = std::size_t(tokens * rt.k);
+    std::vector<float> logits(n_logits), d_w(pairs), d_scale(pairs);
+    for (auto& v : logits) v = float(rng.uniform() * 8 - 4);
+    for (auto& v : d_w) v = float(rng.uniform() * 2 - 1);
+    for (auto& v : d_scale) v = float(rng.uniform() * 2 - 1);
+    // the host's choice (the forward kernel matches it, see RoutersMatchTheHost)
+    std::vector<std::int32_t> chosen(pairs);
+    std::vector<float> weights(pairs), scale(static_cast<std::size_t>(tokens));
+    std::vector<double> scratch(static_cast<std::size_t>(rt.experts));
+    for (std::int64_t t = 0; t < tokens; ++t) {
+      moe::route_token(rt.kind, logits.data() + t * rt.experts, nullptr, rt.experts, rt.k, rt.scaling,
+                       {chosen.data() + t * rt.k, weights.data() + t * rt.k, scale.data() + t}, scratch.data());
+    }
+    DeviceBuffer d_logits(n_logits * 4), d_ex(pairs * 4), dd_w(pairs * 4), dd_scale(pairs * 4), out(n_logits * 2);
+    upload(d_logits, logits);
+    upload(d_ex, chosen);
+    upload(dd_w, d_w);
+    upload(dd_scale, d_scale);
+    poison(out, n_logits * 2);
+    Status st = ops->route_backward(static_cast<const float*>(d_logits.p), d_ex.p, static_cast<const float*>(dd_w.p),
+                                    static_cast<const float*>(dd_scale.p), tokens, out.p, gpu()->stream());
+    ASSERT_TRUE(st.is_ok()) << st.to_string();
+    const auto got = as_f32(download<unsigned char>(out, n_logits * 2), DType::kBF16);
+    std::vector<float> want(static_cast<std::size_t>(rt.experts));
+    double worst = 0;
+    for (std::int64_t t = 0; t < tokens; ++t) {
+      float ds = 0;
+      for (std::int64_t j = 0; j < rt.k; ++j) ds += d_scale[std::size_t(t * rt.k + j)];
+      moe::route_token_backward(rt.kind, logits.data() + t * rt.experts, rt.experts, rt.k, rt.scaling,
+                                chosen.data() + t * rt.k, d_w.data() + t * rt.k, ds, want.data(), scratch.data());
+      for (std::int64_t e = 0; e < rt.experts; ++e) {
+        const double g = got[std::size_t(t * rt.experts + e)], w = want[std::size_t(e)];
+        if (w == 0) EXPECT_EQ(g, 0.0) << what << " token " << t << " expert " << e;
+        worst = std::max(worst, std::abs(g - w) / (1e-3 + std::abs(w)));
+      }
+    }
+    EXPECT_LT(worst, 8e-3) << what;  // bf16 output
+  }
+}
+
+TEST(MoeDeviceOps, SwigluBackwardAndAccumulateMatchTheHost) {
+  REQUIRE_GPU();
+  workloads::SplitMix64 rng(31);
+  auto ops = moe::DeviceMoeOps::create(0, workloads::RouterKind::kSoftmaxTopK, 8, 2, 1.0);
+  ASSERT_TRUE(ops.ok()) << ops.status().to_string();
+  for (DType dt : {DType::kF32, DType::kBF16}) {
+    for (std::int64_t ffn : {std::int64_t(96), std::int64_t(13)}) {
+      const std::int64_t rows = 131;
+      std::vector<float> up(std::size_t(rows * 2 * ffn)), d_act(std::size_t(rows * ffn));
+      for (auto& v : up) v = float(rng.uniform() * 6 - 3);
+      for (auto& v : d_act) v = float(rng.uniform() * 2 - 1);
+      const auto upb = from_f32(up, dt), dab = from_f32(d_act, dt);
+      const auto upr = as_f32(upb, dt), dar = as_f32(dab, dt);
+      std::vector<float> want(up.size());
+      moe::swiglu_backward(upr.data(), dar.data(), rows, ffn, want.data());
+      const std::size_t out_bytes = want.size() * dtype_size(dt);
+      DeviceBuffer d_up(upb.size()), d_da(dab.size()), d_out(out_bytes);
+      upload(d_up, upb);
+      upload(d_da, dab);
+      poison(d_out, out_bytes);
+      Status st = ops->swiglu_backward(d_up.p, d_da.p, rows, ffn, dt, d_out.p, gpu()->stream());
+      ASSERT_TRUE(st.is_ok()) << st.to_string();
+      const auto got = as_f32(download<unsigned char>(d_out, out_bytes), dt);
+      double worst = 0;
+      for (std::size_t i = 0; i < want.size(); ++i)
+        worst = std::max(worst, std::abs(double(got[i]) - want[i]) / (1.0 + std::abs(want[i])));
+      EXPECT_LT(worst, dt == DType::kF32 ? 1e-5 : 8e-3) << dtype_name(dt) << " ffn " << ffn;
+
+      // y += x over the same buffers
+      st = ops->accumulate(d_out.p, d_up.p, std::int64_t(want.size()), dt, gpu()->stream());
+      ASSERT_TRUE(st.is_ok()) << st.to_string();
+      const auto sum = as_f32(download<unsigned char>(d_out, out_bytes), dt);
+      worst = 0;
+      for (std::size_t i = 0; i < want.size(); ++i) {
+        const double w = double(got[i]) + upr[i];
+        worst = std::max(worst, std::abs(sum[i] - w) / (1.0 + std::abs(w)));
+      }
+      EXPECT_LT(worst, dt == DType::kF32 ? 1e-6 : 8e-3) << "accumulate " << dtype_name(dt) << " ffn " << ffn;
+    }
+  }
+  EXPECT_FALSE(ops->swiglu_backward(nullptr, nullptr, 4, 4, DType::kF32, nullptr, nullptr).is_ok());
+  EXPECT_FALSE(ops->accumulate(nullptr, nullptr, 4, DType::kF16, nullptr).is_ok());
+}
+
+TEST(MoeDeviceFill, MatchesTheHostMirror) {
+  REQUIRE_GPU();
+  const std::int64_t count = 100003;
+  for (DType dt : {DType::kF32, DType::kBF16}) {
+    DeviceBuffer d(std::size_t(count) * dtype_size(dt));
+    poison(d, std::size_t(count) * dtype_size(dt));
+    Status st = moe::fill_device_uniform(0, d.p, dt, count, 42, 0.125f, gpu()->stream());
+    ASSERT_TRUE(st.is_ok()) << st.to_string();
+    const auto got = as_f32(download<unsigned char>(d, std::size_t(count) * dtype_size(dt)), dt);
+    int mismatched = 0;
+    for (std::int64_t i = 0; i < count; ++i) {
+      const float want = moe::uniform_fill_value(42, std::uint64_t(i), 0.125f);
+      if (got[std::size_t(i)] != (dt == DType::kF32 ? want : round_bf16(want))) ++mismatched;
+    }
+    EXPECT_EQ(mismatched, 0) << dtype_name(dt);
+  }
+  EXPECT_FALSE(moe::fill_device_uniform(0, nullptr, DType::kF32, 4, 1, 1.0f, nullptr).is_ok());
 }
 
 }  // namespace

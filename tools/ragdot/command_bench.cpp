@@ -2,7 +2,6 @@
 // routing, with JSON records and a PNG bar chart on request.
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 #include <limits>
 
 #include "backend_measure.hpp"
@@ -15,6 +14,7 @@
 #include "host_rate_probe.hpp"
 #include "machine_info.hpp"
 #include "operand_set.hpp"
+#include "output_files.hpp"
 #include "png_encoder.hpp"
 #include "preset_options.hpp"
 #include "progress.hpp"
@@ -233,23 +233,6 @@ void print_table(const BenchResults& r) {
     t.add_row(std::move(row));
   }
   std::fputs(t.render().c_str(), stdout);
-}
-
-// Opened (and so created) before the measurements, so that a bad path fails in a second, not
-// after minutes of benchmarking.
-Status ensure_writable(const std::string& path) {
-  std::ofstream out(path, std::ios::binary | std::ios::app);
-  if (!out) return invalid_argument("cannot write '" + path + "'");
-  return Status::ok();
-}
-
-Status write_text_file(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  if (!out) return invalid_argument("cannot write '" + path + "'");
-  out << text;
-  out.close();
-  if (!out) return internal_error("writing '" + path + "' failed");
-  return Status::ok();
 }
 
 }  // namespace

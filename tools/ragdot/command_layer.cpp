@@ -1,6 +1,7 @@
 // ragdot layer: one whole MoE layer of a model preset (router, permutation, expert FFN on ragged
 // dots, shared experts, combine), forward and forward + backward, beside the padded baselines:
-// dropless (capacity = the largest group) and MaxText's dropping path (a capacity factor).
+// dropless (capacity = the largest group) and MaxText's dropping path (a capacity factor). On the
+// CPU here (f32, MoeLayer); with --backend cuda on the GPU (bf16, DeviceMoeLayer: layer_gpu.cpp).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -8,6 +9,7 @@
 #include "backend_names.hpp"
 #include "command_help.hpp"
 #include "commands.hpp"
+#include "layer_gpu.hpp"
 #include "preset_options.hpp"
 #include "ragdot/moe.hpp"
 #include "text_table.hpp"
@@ -24,30 +26,39 @@ constexpr double kWeightBudgetBytes = 256.0 * 1024 * 1024;
 CommandHelp layer_help() {
   CommandHelp h;
   h.name = "layer";
-  h.synopsis = "[--model PRESET] [--tokens N] [--shrink F] [--backend B] [--capacity-factor F]";
+  h.synopsis = "[--model PRESET] [--tokens N] [--shrink F] [--backend cpu|cpu_ref|cuda] [--capacity-factor F]";
   h.description =
-      "Runs one Mixture-of-Experts layer of a model preset on the CPU: the preset's router, a stable\n"
-      "sort of the (token, slot) pairs by expert, the expert FFN as ragged dots (gate and up fused,\n"
-      "SwiGLU, down), the shared experts and the weighted combine; then its backward (gradients of\n"
-      "the input, the router, the expert and the shared weights). Prints the median forward and\n"
-      "forward + backward times beside the same layer on the padded baselines: dropless (capacity =\n"
-      "the largest group) and the dropping path (capacity = factor * rows / experts, tokens beyond it\n"
-      "dropped, as MaxText does). f32 activations and weights, random values from --seed. The exit\n"
-      "status is 1 when the layer and the dropless baseline disagree.\n";
+      "Runs one Mixture-of-Experts layer of a model preset: the preset's router, a stable sort of the\n"
+      "(token, slot) pairs by expert, the expert FFN as ragged dots (gate and up fused, SwiGLU, down),\n"
+      "the shared experts and the weighted combine; then its backward (gradients of the input, the\n"
+      "router, the expert and the shared weights). Prints the median forward and forward + backward\n"
+      "times beside the same layer on the padded baselines: dropless (capacity = the largest group)\n"
+      "and the dropping path (capacity = factor * rows / experts, tokens beyond it dropped, as MaxText\n"
+      "does). The exit status is 1 when the layer and the dropless baseline disagree.\n"
+      "\n"
+      "On the CPU (cpu, cpu_ref): f32 activations and weights, random values from --seed, a shrunk\n"
+      "layer by default. With --backend cuda: the whole layer on the GPU in bf16 (router logits and\n"
+      "weights f32) at full size, 4096 tokens by default, parameters filled on the device from --seed;\n"
+      "times from CUDA events, the time of each step, the share of the permutation and the combine, and\n"
+      "their memory time against one copy of the routed activations; the padded baselines run on the\n"
+      "GPU (cuBLAS). --json writes every number.\n";
   h.options = {
       {"model", "PRESET", "model preset (default " + std::string(kDefaultModel) + "):\n" + preset_names()},
-      {"tokens", "N", "tokens in the batch (default 512)"},
-      {"shrink", "F", "divide hidden and expert ffn by F (default: the smallest power of two >= 8\nthat keeps the expert weights under 256 MiB)"},
-      {"backend", "B", "backend of the layer's ragged dots: cpu (default) or cpu_ref"},
+      {"tokens", "N", "tokens in the batch (default 512 on the CPU, 4096 on the GPU)"},
+      {"shrink", "F", "divide hidden and expert ffn by F (CPU default: the smallest power of two >= 8\nthat keeps the expert weights under 256 MiB; GPU default 1)"},
+      {"backend", "B", "where the layer runs: cpu (default), cpu_ref, or cuda (the GPU)"},
       {"capacity-factor", "F", "the dropping baseline's capacity factor (default 1.25)"},
       {"seed", "N", "seed of the parameters and inputs (default 1)"},
-      {"reps", "N", "timed repetitions, the median is reported (default 3)"},
+      {"reps", "N", "timed repetitions, the median is reported (default 3 on the CPU, 10 on the GPU)"},
+      {"warmup", "N", "GPU: untimed passes first (default 2)"},
+      {"json", "FILE", "GPU: write the report as JSON"},
       {"no-baseline", "", "do not run the padded baselines"},
   };
   h.examples =
       "  ragdot layer\n"
       "  ragdot layer --model deepseek-v3 --tokens 256\n"
-      "  ragdot layer --model qwen3-30b-a3b --capacity-factor 1.0\n";
+      "  ragdot layer --model qwen3-30b-a3b --capacity-factor 1.0\n"
+      "  ragdot layer --backend cuda --model deepseek-v3 --tokens 8192 --json layer.json\n";
   return h;
 }
 
@@ -83,13 +94,34 @@ int command_layer(const std::vector<std::string>& args) {
     return kExitOk;
   }
   const workloads::MoePreset preset = parse_preset(o.get("model").value_or(kDefaultModel), "model");
-  const std::int64_t tokens = o.has("tokens") ? parse_integer(*o.get("tokens"), "tokens", 1, 1 << 20) : 512;
-  const std::int64_t shrink = o.has("shrink") ? parse_integer(*o.get("shrink"), "shrink", 1, 1 << 16) : default_shrink(preset);
   const std::string backend = o.has("backend") ? parse_backend_name(*o.get("backend"), "backend", false) : "cpu";
-  if (backend != "cpu" && backend != "cpu_ref") throw UsageError("--backend: the layer runs on the host: cpu or cpu_ref");
+  if (backend != "cpu" && backend != "cpu_ref" && backend != "cuda")
+    throw UsageError("--backend: the layer runs on the CPU (cpu or cpu_ref) or on the GPU (cuda)");
+  const bool gpu = backend == "cuda";
+  const std::int64_t tokens =
+      o.has("tokens") ? parse_integer(*o.get("tokens"), "tokens", 1, 1 << 20) : (gpu ? 4096 : 512);
+  const std::int64_t shrink = o.has("shrink") ? parse_integer(*o.get("shrink"), "shrink", 1, 1 << 16)
+                                              : (gpu ? 1 : default_shrink(preset));
   const double factor = o.has("capacity-factor") ? parse_real(*o.get("capacity-factor"), "capacity-factor", 1e-3, 1e3) : 1.25;
   const std::uint64_t seed = o.has("seed") ? std::uint64_t(parse_integer(*o.get("seed"), "seed", 0, 1LL << 62)) : 1;
-  const int reps = o.has("reps") ? int(parse_integer(*o.get("reps"), "reps", 1, 1000)) : 3;
+  const int reps = o.has("reps") ? int(parse_integer(*o.get("reps"), "reps", 1, 1000)) : (gpu ? 10 : 3);
+  if (gpu) {
+    GpuLayerRequest rq;
+    rq.preset = preset;
+    rq.tokens = tokens;
+    rq.shrink = shrink;
+    rq.capacity_factor = factor;
+    rq.seed = seed;
+    rq.reps = reps;
+    if (o.has("warmup")) rq.warmup = int(parse_integer(*o.get("warmup"), "warmup", 0, 1000));
+    rq.baselines = !o.has("no-baseline");
+    if (auto v = o.get("json")) {
+      if (v->empty()) throw UsageError("--json needs a file name");
+      rq.json_path = *v;
+    }
+    return run_gpu_layer(rq);
+  }
+  if (o.has("json") || o.has("warmup")) throw UsageError("--json and --warmup go with --backend cuda");
 
   auto config = moe::preset_config(preset.name, shrink);
   if (!config.ok()) throw UsageError(config.status().message());

@@ -1,0 +1,155 @@
+// One MoE layer on a GPU, forward and backward: the layer of ragdot/moe.hpp with its activations
+// and parameters in device memory (bf16; router logits, combine weights and the router's
+// gradient f32). Every step is enqueued on the caller's stream: the router's logits (a planned
+// one-group ragged dot), the router kernel of the preset, a stable counting sort of the
+// (token, slot) pairs by expert whose histogram is the group sizes (on the device, no host sync),
+// the gather of the sorted rows, the expert FFN (one ragged dot for gate and up, SwiGLU, one
+// ragged dot down), the shared experts (one-group ragged dots) and the weighted combine,
+// accumulated in f32 on top of the shared experts' output. Backward: the combine's gradients, the
+// data gradients by mode 1 against the transposed weights, the weight gradients by mode 2
+// (ragged contracting), SwiGLU's backward, the router's backward of each kind and its two
+// products. Every buffer is allocated by create; forward and backward allocate nothing and,
+// with the `cuda` backend, never wait for the host, so both can be captured in a CUDA graph.
+//
+// No CUDA header here: device pointers are void* (or typed where their dtype is fixed), a stream
+// is a CUstream passed as void* (null: the legacy stream). Built without CUDA, create and
+// fill_device_uniform return an `unavailable` error.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ragdot/dtype.hpp"
+#include "ragdot/moe.hpp"
+#include "ragdot/status.hpp"
+
+namespace ragdot::moe {
+
+// Parameters in device memory, row-major, the shapes of MoeParams; bf16 but the router bias.
+struct DeviceMoeParams {
+  const void* router = nullptr;        // [H, E] bf16
+  const float* router_bias = nullptr;  // [E] f32, DeepSeek-V3 selection only (null: zeros)
+  const void* w_up = nullptr;          // [E, H, 2F] bf16: columns [0, F) gate, [F, 2F) up
+  const void* w_down = nullptr;        // [E, F, H] bf16
+  const void* shared_up = nullptr;     // [S, H, 2F] bf16, when S > 0
+  const void* shared_down = nullptr;   // [S, F, H] bf16
+};
+
+// Gradients in device memory, overwritten; null: not wanted (d_x is always computed).
+struct DeviceMoeGrads {
+  void* d_x = nullptr;            // [T, H] bf16
+  float* d_router = nullptr;      // [H, E] f32
+  void* d_w_up = nullptr;         // [E, H, 2F] bf16
+  void* d_w_down = nullptr;       // [E, F, H] bf16
+  void* d_shared_up = nullptr;    // [S, H, 2F] bf16
+  void* d_shared_down = nullptr;  // [S, F, H] bf16
+};
+
+struct DeviceMoeOptions {
+  int device = 0;  // GPU ordinal
+  // Backend of the routed experts' ragged dots (the router and the shared experts always use
+  // `cuda`): "cuda", or "padded" for the capacity-padded baselines on the GPU.
+  std::string expert_backend = "cuda";
+  // padded only. A factor: MaxText's dropping path, capacity ceil(factor * T * k / E) rows per
+  // expert, pairs beyond it contribute nothing. Unset: dropless (capacity = the largest group,
+  // which makes each of those ragged dots wait for the group sizes on the host).
+  std::optional<double> capacity_factor;
+  // padded dropless only: the largest group its workspace holds (default T * k, which at full
+  // model size asks for E times the routed activations).
+  std::optional<std::int64_t> max_group_rows;
+  PlanningEffort effort = PlanningEffort::kHeuristic;
+};
+
+// The last forward's routing, in device memory owned by the layer (valid until its next forward).
+struct DeviceMoeRouting {
+  const float* logits = nullptr;          // [T, E]
+  const std::int32_t* experts = nullptr;  // [T, k]
+  const float* weights = nullptr;         // [T, k] combine weights (Llama-4: 1)
+  const float* input_scale = nullptr;     // [T] Llama-4: sigmoid of the top-1 logit; else 1
+  const std::int32_t* group_sizes = nullptr;  // [E]
+};
+
+// The same, copied to the host (after waiting for the stream).
+struct DeviceMoeRoutingStats {
+  std::vector<std::int64_t> group_sizes;  // [E]
+  std::int64_t largest_group = 0;
+  std::int64_t empty_experts = 0;
+  // pairs the padded dropping path leaves out at its capacity (0 on every other path)
+  std::int64_t dropped_pairs = 0;
+  std::int64_t capacity = 0;  // rows per expert of the dropping path; 0 elsewhere
+};
+
+struct DeviceMoeStepTime {
+  std::string name;
+  double ms = 0.0;  // median over the repetitions
+};
+
+struct DeviceMoeProfileOptions {
+  int warmup = 2;
+  int reps = 10;
+  bool backward = true;  // also time forward + backward and the backward's steps
+};
+
+// Times from CUDA events on the caller's stream, medians over the repetitions.
+struct DeviceMoeProfile {
+  double forward_ms = 0.0;           // events around the forward only
+  double forward_backward_ms = 0.0;  // forward then backward (0 without backward)
+  // The same passes with an event between every two steps (adds a little to the total).
+  std::vector<DeviceMoeStepTime> forward_steps, backward_steps;
+  // One device-to-device copy of the sorted rows [T * k, H] bf16: one read and one write of the
+  // routed activations, the memory traffic a permutation cannot go below.
+  double rows_copy_ms = 0.0;
+  std::size_t rows_bytes = 0;
+};
+
+class DeviceMoeLayer {
+ public:
+  // Plans every ragged dot of the layer for `tokens` tokens, loads the kernels and allocates the
+  // activations, the sort's buffers and one workspace for all plans (device_bytes()).
+  static Result<DeviceMoeLayer> create(const MoeConfig& config, std::int64_t tokens,
+                                       const DeviceMoeOptions& options = {});
+
+  // y [T, H] bf16 from x [T, H] bf16. Keeps what backward needs until the next forward.
+  Status forward(const void* x, const DeviceMoeParams& params, void* y, void* stream);
+  // The gradients of sum(y * dy) for the last forward's x and params; dy [T, H] bf16.
+  Status backward(const void* x, const DeviceMoeParams& params, const void* dy, const DeviceMoeGrads& grads,
+                  void* stream);
+
+  // Runs forward (and backward) reps times with CUDA events; waits for the stream.
+  Result<DeviceMoeProfile> profile(const void* x, const DeviceMoeParams& params, void* y, const void* dy,
+                                   const DeviceMoeGrads& grads, void* stream,
+                                   const DeviceMoeProfileOptions& options = {});
+
+  DeviceMoeRouting routing() const;
+  // Waits for `stream`, then copies the group sizes of the last forward to the host.
+  Result<DeviceMoeRoutingStats> routing_stats(void* stream) const;
+
+  const MoeConfig& config() const;
+  std::int64_t tokens() const;
+  std::size_t device_bytes() const;  // everything create allocated
+  // Whether forward and backward may be captured in a CUDA graph (no plan waits for the host).
+  bool graph_safe() const;
+  std::string describe() const;  // one line per planned ragged dot
+
+  DeviceMoeLayer(DeviceMoeLayer&&) noexcept;
+  DeviceMoeLayer& operator=(DeviceMoeLayer&&) noexcept;
+  ~DeviceMoeLayer();
+
+ private:
+  struct State;
+  explicit DeviceMoeLayer(std::unique_ptr<State> s);
+  std::unique_ptr<State> s_;
+};
+
+// Fills `count` elements (bf16 or f32) of device memory on `stream` with uniform values in
+// [-scale, scale) that depend only on (seed, index): uniform_fill_value() is the same on the host.
+Status fill_device_uniform(int device, void* data, DType dtype, std::int64_t count, std::uint32_t seed, float scale,
+                           void* stream);
+// Element `index` of such a fill, in f32 (before rounding to the buffer's type).
+float uniform_fill_value(std::uint32_t seed, std::uint64_t index, float scale);
+
+}  // namespace ragdot::moe

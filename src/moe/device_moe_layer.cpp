@@ -1,0 +1,518 @@
+// DeviceMoeLayer: the MoE layer of moe_layer.cpp on a GPU. Router logits (planned one-group
+// ragged dot) -> router kernel -> stable counting sort by expert (group sizes on the device) ->
+// gather -> up ragged dot -> SwiGLU -> down ragged dot -> shared experts -> combine on top of the
+// shared output; backward in reverse. Every buffer lives in one allocation made by create; the
+// plans share one workspace, since they run one after another on the caller's stream.
+#include <algorithm>
+#include <cstring>
+#include <functional>
+#include <optional>
+
+#include "backends/cuda/cuda_driver.hpp"
+#include "backends/cuda/device.hpp"
+#include "moe/device_moe_ops.hpp"
+#include "moe/device_permutation.hpp"
+#include "moe/host_gemm.hpp"
+#include "moe/layer_config.hpp"
+#include "planner/padded_capacity.hpp"
+#include "ragdot/moe_device.hpp"
+
+namespace ragdot::moe {
+
+using workloads::RouterKind;
+
+namespace {
+
+constexpr DType kAct = DType::kBF16;  // activations, expert weights and their gradients
+constexpr std::size_t kActBytes = 2;
+constexpr std::size_t kAlign = 256;
+
+// The layer's ragged dots: the router's three (RouterGemm), then the routed experts' six and one
+// shared expert's six (ExpertFfnGemm each).
+constexpr int kRouted = 3;
+constexpr int kShared = kRouted + 6;
+constexpr int kGemmCount = kShared + 6;
+
+// "router logits", "routed up", "shared d_w_down", ...
+std::string layer_gemm_name(int i) {
+  static const char* router[] = {"router logits", "router d_x", "router d_w"};
+  if (i < kRouted) return router[i];
+  return i < kShared ? std::string("routed ") + expert_ffn_gemm_name(i - kRouted)
+                     : std::string("shared ") + expert_ffn_gemm_name(i - kShared);
+}
+
+std::size_t align_up(std::size_t x) { return (x + kAlign - 1) / kAlign * kAlign; }
+CUdeviceptr dptr(const void* p) { return reinterpret_cast<CUdeviceptr>(p); }
+const void* offset(const void* p, std::int64_t elements) {
+  return p ? static_cast<const char*>(p) + std::size_t(elements) * kActBytes : nullptr;
+}
+void* offset(void* p, std::int64_t elements) {
+  return p ? static_cast<char*>(p) + std::size_t(elements) * kActBytes : nullptr;
+}
+
+// Device buffers of the layer, carved out of one allocation.
+struct Buffers {
+  // forward, kept for backward
+  float* logits = nullptr;       // [T, E]
+  int* experts = nullptr;        // [T, k]
+  float* weights = nullptr;      // [T, k]
+  float* scale = nullptr;        // [T]
+  int* group_sizes = nullptr;    // [E]
+  int* row_of = nullptr;         // [T k]
+  int* pair_of = nullptr;        // [T k]
+  int* bad = nullptr;            // [1]
+  void* sort_ws = nullptr;
+  int* one_group = nullptr;      // [1] = T: the group sizes of the one-group plans
+  float* ones = nullptr;         // [T k] = 1: the unpermute's weights
+  void *rows = nullptr, *up = nullptr, *act = nullptr, *out = nullptr;          // [M,H] [M,2F] [M,F] [M,H]
+  void *s_up = nullptr, *s_act = nullptr, *s_out = nullptr, *s_tmp = nullptr;  // [S,T,2F] [S,T,F] [T,H] [T,H]
+  // backward scratch
+  float *d_weights = nullptr, *d_scale = nullptr;  // [T k]
+  void* d_logits = nullptr;                        // [T, E] bf16
+  void *d_rows = nullptr, *d_act = nullptr, *d_up = nullptr;  // [M,H] (d_out, then d_in) [M,F] [M,2F]
+  void *s_d_act = nullptr, *s_d_up = nullptr, *s_d_in = nullptr;  // [T,F] [T,2F] [T,H]
+  void* ws = nullptr;
+};
+
+// Hands out aligned pieces of [base, base + size): with base 0 it only measures.
+class Carver {
+ public:
+  explicit Carver(std::uintptr_t base) : base_(base) {}
+  template <class T>
+  void take(T*& p, std::size_t bytes) {
+    p = reinterpret_cast<T*>(base_ + used_);
+    used_ += align_up(std::max<std::size_t>(bytes, 1));
+  }
+  std::size_t used() const { return used_; }
+
+ private:
+  std::uintptr_t base_;
+  std::size_t used_ = 0;
+};
+
+// Events between the steps of a pass, when profiling.
+struct StepMarks {
+  std::vector<CUevent> events;
+  std::vector<const char*> names;
+  std::size_t used = 0;
+};
+
+Status mark(StepMarks* marks, CUstream stream, const char* name) {
+  if (!marks) return Status::ok();
+  if (marks->used == marks->events.size()) return internal_error("profile: more steps than events");
+  RAGDOT_CU_RETURN_IF_ERROR(cuda::driver()->cuEventRecord(marks->events[marks->used], stream), "cuEventRecord");
+  marks->names[marks->used++] = name;
+  return Status::ok();
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+
+}  // namespace
+
+struct DeviceMoeLayer::State {
+  MoeConfig c;
+  std::int64_t t = 0, m = 0;
+  DeviceMoeOptions options;
+  const cuda::Device* device = nullptr;
+  std::optional<DevicePermutation> perm;
+  std::optional<DeviceMoeOps> ops;
+  std::vector<Plan> plans;
+  CUdeviceptr base = 0;
+  std::size_t bytes = 0, ws_bytes = 0;
+  Buffers b;
+  bool forwarded = false;
+
+  ~State() {
+    if (base) {
+      cuda::ScopedContext ctx(device->context);
+      cuda::driver()->cuMemFree(base);
+    }
+  }
+
+  bool llama4() const { return c.router == RouterKind::kLlama4; }
+  DeviceSortBuffers sorted() const { return {b.group_sizes, b.row_of, b.pair_of, b.bad}; }
+
+  void carve(Carver& cv) {
+    const std::size_t t4 = std::size_t(t) * 4, m4 = std::size_t(m) * 4, e = std::size_t(c.experts);
+    const std::size_t h = std::size_t(c.hidden), f = std::size_t(c.ffn), s = std::size_t(c.shared_experts);
+    const std::size_t mt = std::size_t(m), tt = std::size_t(t);
+    cv.take(b.logits, tt * e * 4);
+    cv.take(b.experts, m4);
+    cv.take(b.weights, m4);
+    cv.take(b.scale, t4);
+    cv.take(b.group_sizes, e * 4);
+    cv.take(b.row_of, m4);
+    cv.take(b.pair_of, m4);
+    cv.take(b.bad, 4);
+    cv.take(b.sort_ws, perm->sort_workspace_bytes());
+    cv.take(b.one_group, 4);
+    cv.take(b.ones, m4);
+    cv.take(b.rows, mt * h * kActBytes);
+    cv.take(b.up, mt * 2 * f * kActBytes);
+    cv.take(b.act, mt * f * kActBytes);
+    cv.take(b.out, mt * h * kActBytes);
+    cv.take(b.s_up, s * tt * 2 * f * kActBytes);
+    cv.take(b.s_act, s * tt * f * kActBytes);
+    cv.take(b.s_out, s ? tt * h * kActBytes : 0);
+    cv.take(b.s_tmp, s > 1 ? tt * h * kActBytes : 0);
+    cv.take(b.d_weights, m4);
+    cv.take(b.d_scale, m4);
+    cv.take(b.d_logits, tt * e * kActBytes);
+    cv.take(b.d_rows, mt * h * kActBytes);
+    cv.take(b.d_act, mt * f * kActBytes);
+    cv.take(b.d_up, mt * 2 * f * kActBytes);
+    cv.take(b.s_d_act, s ? tt * f * kActBytes : 0);
+    cv.take(b.s_d_up, s ? tt * 2 * f * kActBytes : 0);
+    cv.take(b.s_d_in, s ? tt * h * kActBytes : 0);
+    cv.take(b.ws, ws_bytes);
+  }
+
+  Status gemm(int which, const void* lhs, const void* rhs, const void* gs, void* out, CUstream stream) const {
+    return run_plan(plans[std::size_t(which)], lhs, rhs, gs, out, {b.ws, ws_bytes, MemorySpace::kDevice}, stream);
+  }
+
+  Status forward(const void* x, const DeviceMoeParams& p, void* y, CUstream st, StepMarks* mk) {
+    const std::int64_t h = c.hidden, f = c.ffn, k = c.top_k, s = c.shared_experts;
+    forwarded = false;
+    RAGDOT_RETURN_IF_ERROR(mark(mk, st, "start"));
+    RAGDOT_RETURN_IF_ERROR(gemm(kRouterLogits, x, p.router, b.one_group, b.logits, st));
+    RAGDOT_RETURN_IF_ERROR(mark(mk, st, "router logits"));
+    RAGDOT_RETURN_IF_ERROR(ops->route(b.logits, p.router_bias, t, b.experts, b.weights, b.scale, st));
+    RAGDOT_RETURN_IF_ERROR(mark(mk, st, "route"));
+    RAGDOT_RETURN_IF_ERROR(perm->sort(b.experts, m, sorted(), b.sort_ws, st));
+    RAGDOT_RETURN_IF_ERROR(mark(mk, st, "sort"));
+    RAGDOT_RETURN_IF_ERROR(perm->gather(x, llama4() ? b.scale : nullptr, sorted(), t, k, h, kAct, b.rows, st));
+    RAGDOT_RETURN_IF_ERROR(mark(mk, st, "gather"));
+    RAGDOT_RETURN_IF_ERROR(gemm(kRouted + kFfnUp, b.rows, p.w_up, b.group_sizes, b.up, st));
+    RAGDOT_RETURN_IF_ERROR(mark(mk, st, "up"));
+    RAGDOT_RETURN_IF_ERROR(ops->swiglu(b.up, m, f, kAct, b.act, st));
+    RAGDOT_RETURN_IF_ERROR(mark(mk, st, "swiglu"));
+    RAGDOT_RETURN_IF_ERROR(gemm(kRouted + kFfnDown, b.act, p.w_down, b.group_sizes, b.out, st));
+    RAGDOT_RETURN_IF_ERROR(mark(mk, st, "down"));
+    for (std::int64_t j = 0; j < s; ++j) {
+      void* up = offset(b.s_up, j * t * 2 * f);
+      void* act = offset(b.s_act, j * t * f);
+      RAGDOT_RETURN_IF_ERROR(gemm(kShared + kFfnUp, x, offset(p.shared_up, j * h * 2 * f), b.one_group, up, st));
+      RAGDOT_RETURN_IF_ERROR(ops->swiglu(up, t, f, kAct, act, st));
+      RAGDOT_RETURN_IF_ERROR(gemm(kShared + kFfnDown, act, offset(p.shared_down, j * f * h), b.one_group,
+                                  j == 0 ? b.s_out : b.s_tmp, st));
+      if (j > 0) RAGDOT_RETURN_IF_ERROR(ops->accumulate(b.s_out, b.s_tmp, t * h, kAct, st));
+    }
+    if (s > 0) RAGDOT_RETURN_IF_ERROR(mark(mk, st, "shared experts"));
+    RAGDOT_RETURN_IF_ERROR(
+        perm->combine(b.out, b.weights, sorted(), t, k, h, kAct, false, y, st, s > 0 ? b.s_out : nullptr));
+    RAGDOT_RETURN_IF_ERROR(mark(mk, st, "combine"));
+    forwarded = true;
+    return Status::ok();
+  }
+
+  Status backward(const void* x, const DeviceMoeParams& p, const void* dy, const DeviceMoeGrads& g, CUstream st,
+                  StepMarks* mk) {
+    const std::int64_t h = c.hidden, f = c.ffn, k = c.top_k, s = c.shared_experts;
+    const int* gs = b.group_sizes;
+    RAGDOT_RETURN_IF_ERROR(mark(mk, st, "start"));
+    // combine: y[t] = sum_j w[t,j] out[row(t,j)] -> d_out[row] = w dy[t], d_w[t,j] = dy[t] . out[row]
+    RAGDOT_RETURN_IF_ERROR(
+        perm->combine_backward(dy, b.out, b.weights, sorted(), t, k, h, kAct, b.d_rows, b.d_weights, st));
+    RAGDOT_RETURN_IF_ERROR(mark(mk, st, "combine backward"));
+    RAGDOT_RETURN_IF_ERROR(gemm(kRouted + kFfnDataGradAct, b.d_rows, p.w_down, gs, b.d_act, st));
+    RAGDOT_RETURN_IF_ERROR(mark(mk, st, "down: d_act"));
+    if (g.d_w_down) {
+      RAGDOT_RETURN_IF_ERROR(gemm(kRouted + kFfnWeightGradDown, b.act, b.d_rows, gs, g.d_w_down, st));
+      RAGDOT_RETURN_IF_ERROR(mark(mk, st, "down: d_w"));
+    }
+    RAGDOT_RETURN_IF_ERROR(ops->swiglu_backward(b.up, b.d_act, m, f, kAct, b.d_up, st));
+    RAGDOT_RETURN_IF_ERROR(mark(mk, st, "swiglu backward"));
+    // d_out is consumed: its buffer takes the rows' gradient
+    RAGDOT_RETURN_IF_ERROR(gemm(kRouted + kFfnDataGradIn, b.d_up, p.w_up, gs, b.d_rows, st));
+    RAGDOT_RETURN_IF_ERROR(mark(mk, st, "up: d_rows"));
+    if (g.d_w_up) {
+      RAGDOT_RETURN_IF_ERROR(gemm(kRouted + kFfnWeightGradUp, b.rows, b.d_up, gs, g.d_w_up, st));
+      RAGDOT_RETURN_IF_ERROR(mark(mk, st, "up: d_w"));
+    }
+    if (llama4()) {  // rows[r] = scale[t] x[t] -> d_scale[t] = sum over its pairs of d_rows[r] . x[t]
+      RAGDOT_RETURN_IF_ERROR(
+          perm->combine_backward(x, b.d_rows, nullptr, sorted(), t, k, h, kAct, nullptr, b.d_scale, st));
+      RAGDOT_RETURN_IF_ERROR(mark(mk, st, "gather backward"));
+    }
+    RAGDOT_RETURN_IF_ERROR(
+        ops->route_backward(b.logits, b.experts, b.d_weights, llama4() ? b.d_scale : nullptr, t, b.d_logits, st));
+    RAGDOT_RETURN_IF_ERROR(mark(mk, st, "router backward"));
+    // logits = x Wr -> d_x = d_logits Wr^T (the first write of d_x), d_Wr = x^T d_logits
+    RAGDOT_RETURN_IF_ERROR(gemm(kRouterDataGrad, b.d_logits, p.router, b.one_group, g.d_x, st));
+    if (g.d_router) RAGDOT_RETURN_IF_ERROR(gemm(kRouterWeightGrad, x, b.d_logits, b.one_group, g.d_router, st));
+    RAGDOT_RETURN_IF_ERROR(mark(mk, st, "router products"));
+    for (std::int64_t j = 0; j < s; ++j) {
+      const void* up = offset(b.s_up, j * t * 2 * f);
+      const void* act = offset(b.s_act, j * t * f);
+      const void* w_up = offset(p.shared_up, j * h * 2 * f);
+      RAGDOT_RETURN_IF_ERROR(gemm(kShared + kFfnDataGradAct, dy, offset(p.shared_down, j * f * h), b.one_group,
+                                  b.s_d_act, st));
+      if (g.d_shared_down) {
+        RAGDOT_RETURN_IF_ERROR(
+            gemm(kShared + kFfnWeightGradDown, act, dy, b.one_group, offset(g.d_shared_down, j * f * h), st));
+      }
+      RAGDOT_RETURN_IF_ERROR(ops->swiglu_backward(up, b.s_d_act, t, f, kAct, b.s_d_up, st));
+      RAGDOT_RETURN_IF_ERROR(
+          gemm(kShared + kFfnDataGradIn, b.s_d_up, w_up, b.one_group, j == 0 ? b.s_d_in : b.s_tmp, st));
+      if (j > 0) RAGDOT_RETURN_IF_ERROR(ops->accumulate(b.s_d_in, b.s_tmp, t * h, kAct, st));
+      if (g.d_shared_up) {
+        RAGDOT_RETURN_IF_ERROR(
+            gemm(kShared + kFfnWeightGradUp, x, b.s_d_up, b.one_group, offset(g.d_shared_up, j * h * 2 * f), st));
+      }
+    }
+    if (s > 0) RAGDOT_RETURN_IF_ERROR(mark(mk, st, "shared experts backward"));
+    // gather: rows[r] = scale[t] x[t] -> d_x[t] += scale[t] sum_j d_rows[row(t,j)], plus the shared experts'
+    RAGDOT_RETURN_IF_ERROR(perm->combine(b.d_rows, llama4() ? b.scale : b.ones, sorted(), t, k, h, kAct, true, g.d_x,
+                                         st, s > 0 ? b.s_d_in : nullptr));
+    RAGDOT_RETURN_IF_ERROR(mark(mk, st, "unpermute d_x"));
+    return Status::ok();
+  }
+};
+
+DeviceMoeLayer::DeviceMoeLayer(std::unique_ptr<State> s) : s_(std::move(s)) {}
+DeviceMoeLayer::DeviceMoeLayer(DeviceMoeLayer&&) noexcept = default;
+DeviceMoeLayer& DeviceMoeLayer::operator=(DeviceMoeLayer&&) noexcept = default;
+DeviceMoeLayer::~DeviceMoeLayer() = default;
+
+Result<DeviceMoeLayer> DeviceMoeLayer::create(const MoeConfig& c, std::int64_t tokens, const DeviceMoeOptions& o) {
+  RAGDOT_RETURN_IF_ERROR(check_layer_config(c, tokens));
+  if (tokens > std::int64_t(0x7fffffff) / c.top_k) {
+    return invalid_argument("the device MoE layer takes at most 2^31 - 1 (token, slot) pairs; " +
+                            std::to_string(tokens) + " tokens x top-" + std::to_string(c.top_k) + " is more");
+  }
+  if (o.capacity_factor && o.expert_backend != "padded") {
+    return invalid_argument("a capacity factor needs expert_backend \"padded\" (got \"" + o.expert_backend + "\")");
+  }
+  auto s = std::make_unique<State>();
+  s->c = c;
+  s->t = tokens;
+  s->m = tokens * c.top_k;
+  s->options = o;
+  RAGDOT_ASSIGN_OR_RETURN(s->device, cuda::device(o.device));
+  RAGDOT_ASSIGN_OR_RETURN(DevicePermutation perm, DevicePermutation::create(o.device, s->m, c.experts));
+  s->perm.emplace(std::move(perm));
+  RAGDOT_ASSIGN_OR_RETURN(DeviceMoeOps ops, DeviceMoeOps::create(o.device, c.router, c.experts, c.top_k, c.routed_scaling));
+  s->ops.emplace(std::move(ops));
+
+  // plans: the router and the shared experts on the cuda backend, the routed experts on the named one
+  PlanOptions base;
+  base.backend = "cuda";
+  base.memory_space = MemorySpace::kDevice;
+  base.device = o.device;
+  base.effort = o.effort;
+  PlanOptions routed = base;
+  routed.backend = o.expert_backend;
+  routed.padded_capacity_factor = o.capacity_factor;
+  routed.padded_max_group_rows = o.max_group_rows;
+  const GemmDTypes types{kAct, DType::kI32};
+  std::vector<RaggedDotSpec> specs = router_specs(tokens, c.hidden, c.experts, types);
+  specs[kRouterLogits].preferred_element_type = DType::kF32;
+  specs[kRouterWeightGrad].preferred_element_type = DType::kF32;
+  for (auto& spec : expert_ffn_specs(s->m, c.experts, c.hidden, c.ffn, types)) specs.push_back(std::move(spec));
+  for (auto& spec : expert_ffn_specs(tokens, 1, c.hidden, c.ffn, types)) specs.push_back(std::move(spec));
+  s->plans.reserve(kGemmCount);
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    const bool shared = int(i) >= kShared;
+    if (shared && c.shared_experts == 0) break;
+    RAGDOT_ASSIGN_OR_RETURN(RaggedDot op, RaggedDot::create(specs[i]));
+    auto plan = make_plan(op, int(i) >= kRouted && !shared ? routed : base);
+    if (!plan.ok()) {
+      return Status(plan.status().code(), "device MoE layer, " + layer_gemm_name(int(i)) + ": " + plan.status().message());
+    }
+    s->ws_bytes = std::max(s->ws_bytes, plan->workspace_bytes());
+    s->plans.push_back(std::move(*plan));
+  }
+
+  Carver measure(0);
+  s->carve(measure);
+  s->bytes = measure.used() + kAlign;
+  cuda::ScopedContext ctx(s->device->context);
+  RAGDOT_RETURN_IF_ERROR(ctx.status());
+  const auto* d = cuda::driver();
+  if (d->cuMemAlloc(&s->base, s->bytes) != CUDA_SUCCESS) {
+    s->base = 0;
+    return resource_exhausted("device MoE layer: cannot allocate " + std::to_string(s->bytes >> 20) +
+                              " MiB of activations and workspace on " + s->device->name + " for " +
+                              std::to_string(tokens) + " tokens");
+  }
+  Carver cv(std::uintptr_t(align_up(std::size_t(s->base))));
+  s->carve(cv);
+  RAGDOT_CU_RETURN_IF_ERROR(d->cuMemsetD32Async(dptr(s->b.one_group), unsigned(tokens), 1, nullptr),
+                            "cuMemsetD32Async");
+  RAGDOT_CU_RETURN_IF_ERROR(d->cuMemsetD32Async(dptr(s->b.ones), 0x3f800000u, std::size_t(s->m), nullptr),
+                            "cuMemsetD32Async");
+  RAGDOT_CU_RETURN_IF_ERROR(d->cuStreamSynchronize(nullptr), "cuStreamSynchronize");
+  return DeviceMoeLayer(std::move(s));
+}
+
+namespace {
+
+Status check_params(const MoeConfig& c, const DeviceMoeParams& p) {
+  if (!p.router || !p.w_up || !p.w_down) {
+    return invalid_argument("device MoE params: router, w_up and w_down are required");
+  }
+  if (c.shared_experts > 0 && (!p.shared_up || !p.shared_down)) {
+    return invalid_argument("device MoE params: this config has shared experts: shared_up and shared_down are required");
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Status DeviceMoeLayer::forward(const void* x, const DeviceMoeParams& params, void* y, void* stream) {
+  if (!x || !y) return invalid_argument("device MoE forward: x and y are required");
+  RAGDOT_RETURN_IF_ERROR(check_params(s_->c, params));
+  return s_->forward(x, params, y, static_cast<CUstream>(stream), nullptr);
+}
+
+Status DeviceMoeLayer::backward(const void* x, const DeviceMoeParams& params, const void* dy,
+                                const DeviceMoeGrads& grads, void* stream) {
+  if (!s_->forwarded) return invalid_argument("device MoE backward: run forward first");
+  if (!x || !dy || !grads.d_x) return invalid_argument("device MoE backward: x, dy and grads.d_x are required");
+  RAGDOT_RETURN_IF_ERROR(check_params(s_->c, params));
+  return s_->backward(x, params, dy, grads, static_cast<CUstream>(stream), nullptr);
+}
+
+Result<DeviceMoeProfile> DeviceMoeLayer::profile(const void* x, const DeviceMoeParams& params, void* y,
+                                                 const void* dy, const DeviceMoeGrads& grads, void* stream,
+                                                 const DeviceMoeProfileOptions& o) {
+  if (o.reps < 1 || o.warmup < 0) return invalid_argument("profile: reps >= 1 and warmup >= 0");
+  if (!x || !y || (o.backward && (!dy || !grads.d_x))) {
+    return invalid_argument("profile: x and y (and with backward dy and grads.d_x) are required");
+  }
+  RAGDOT_RETURN_IF_ERROR(check_params(s_->c, params));
+  State& s = *s_;
+  CUstream st = static_cast<CUstream>(stream);
+  cuda::ScopedContext ctx(s.device->context);
+  RAGDOT_RETURN_IF_ERROR(ctx.status());
+  const auto* d = cuda::driver();
+  constexpr std::size_t kMaxMarks = 24;
+  StepMarks fwd, bwd;
+  // every event of this profile, destroyed on every return path
+  struct Events {
+    std::vector<CUevent> all;
+    ~Events() {
+      for (CUevent e : all) cuda::driver()->cuEventDestroy(e);
+    }
+    Result<CUevent> make() {
+      CUevent e = nullptr;
+      RAGDOT_CU_RETURN_IF_ERROR(cuda::driver()->cuEventCreate(&e, CU_EVENT_DEFAULT), "cuEventCreate");
+      all.push_back(e);
+      return e;
+    }
+  } events;
+  for (StepMarks* mk : {&fwd, &bwd}) {
+    mk->names.assign(kMaxMarks, nullptr);
+    for (std::size_t i = 0; i < kMaxMarks; ++i) {
+      RAGDOT_ASSIGN_OR_RETURN(CUevent e, events.make());
+      mk->events.push_back(e);
+    }
+  }
+  RAGDOT_ASSIGN_OR_RETURN(CUevent begin, events.make());
+  RAGDOT_ASSIGN_OR_RETURN(CUevent end, events.make());
+  auto pass = [&](bool backward, StepMarks* f_marks, StepMarks* b_marks) -> Status {
+    RAGDOT_RETURN_IF_ERROR(s.forward(x, params, y, st, f_marks));
+    if (backward) RAGDOT_RETURN_IF_ERROR(s.backward(x, params, dy, grads, st, b_marks));
+    return Status::ok();
+  };
+  auto elapsed = [&](CUevent a, CUevent b) -> Result<double> {
+    float ms = 0;
+    RAGDOT_CU_RETURN_IF_ERROR(d->cuEventSynchronize(b), "cuEventSynchronize");
+    RAGDOT_CU_RETURN_IF_ERROR(d->cuEventElapsedTime(&ms, a, b), "cuEventElapsedTime");
+    return double(ms);
+  };
+  auto timed = [&](const std::function<Status()>& body) -> Result<double> {
+    std::vector<double> times;
+    for (int i = 0; i < o.reps; ++i) {
+      RAGDOT_CU_RETURN_IF_ERROR(d->cuEventRecord(begin, st), "cuEventRecord");
+      RAGDOT_RETURN_IF_ERROR(body());
+      RAGDOT_CU_RETURN_IF_ERROR(d->cuEventRecord(end, st), "cuEventRecord");
+      RAGDOT_ASSIGN_OR_RETURN(double ms, elapsed(begin, end));
+      times.push_back(ms);
+    }
+    return median(times);
+  };
+
+  for (int i = 0; i < o.warmup; ++i) RAGDOT_RETURN_IF_ERROR(pass(o.backward, nullptr, nullptr));
+  RAGDOT_CU_RETURN_IF_ERROR(d->cuStreamSynchronize(st), "cuStreamSynchronize");
+  DeviceMoeProfile r;
+  RAGDOT_ASSIGN_OR_RETURN(r.forward_ms, timed([&] { return pass(false, nullptr, nullptr); }));
+  if (o.backward) {
+    RAGDOT_ASSIGN_OR_RETURN(r.forward_backward_ms, timed([&] { return pass(true, nullptr, nullptr); }));
+  }
+
+  // per step: medians over the repetitions of the time between consecutive marks
+  std::vector<std::vector<double>> f_times, b_times;
+  for (int i = 0; i < o.reps; ++i) {
+    fwd.used = bwd.used = 0;
+    RAGDOT_RETURN_IF_ERROR(pass(o.backward, &fwd, o.backward ? &bwd : nullptr));
+    for (auto [mk, times] : {std::pair{&fwd, &f_times}, std::pair{&bwd, &b_times}}) {
+      if (mk->used == 0) continue;
+      times->resize(mk->used - 1);
+      for (std::size_t j = 1; j < mk->used; ++j) {
+        RAGDOT_ASSIGN_OR_RETURN(double ms, elapsed(mk->events[j - 1], mk->events[j]));
+        (*times)[j - 1].push_back(ms);
+      }
+    }
+  }
+  for (std::size_t j = 0; j < f_times.size(); ++j) r.forward_steps.push_back({fwd.names[j + 1], median(f_times[j])});
+  for (std::size_t j = 0; j < b_times.size(); ++j) r.backward_steps.push_back({bwd.names[j + 1], median(b_times[j])});
+
+  // one read and one write of the routed activations: copy the sorted rows into backward scratch
+  r.rows_bytes = std::size_t(s.m * s.c.hidden) * kActBytes;
+  const auto copy_rows = [&]() -> Status {
+    RAGDOT_CU_RETURN_IF_ERROR(d->cuMemcpyDtoDAsync(dptr(s.b.d_rows), dptr(s.b.rows), r.rows_bytes, st),
+                              "cuMemcpyDtoDAsync");
+    return Status::ok();
+  };
+  RAGDOT_ASSIGN_OR_RETURN(r.rows_copy_ms, timed(copy_rows));
+  return r;
+}
+
+DeviceMoeRouting DeviceMoeLayer::routing() const {
+  const Buffers& b = s_->b;
+  return {b.logits, b.experts, b.weights, b.scale, b.group_sizes};
+}
+
+Result<DeviceMoeRoutingStats> DeviceMoeLayer::routing_stats(void* stream) const {
+  if (!s_->forwarded) return invalid_argument("routing_stats: run forward first");
+  cuda::ScopedContext ctx(s_->device->context);
+  RAGDOT_RETURN_IF_ERROR(ctx.status());
+  const auto* d = cuda::driver();
+  RAGDOT_CU_RETURN_IF_ERROR(d->cuStreamSynchronize(static_cast<CUstream>(stream)), "cuStreamSynchronize");
+  std::vector<std::int32_t> gs(std::size_t(s_->c.experts));
+  RAGDOT_CU_RETURN_IF_ERROR(d->cuMemcpyDtoH(gs.data(), dptr(s_->b.group_sizes), gs.size() * 4), "cuMemcpyDtoH");
+  DeviceMoeRoutingStats r;
+  if (s_->options.capacity_factor) {
+    r.capacity = planner::capacity_for_factor(*s_->options.capacity_factor, s_->m, s_->c.experts);
+  }
+  for (std::int32_t g : gs) {
+    r.group_sizes.push_back(g);
+    r.largest_group = std::max<std::int64_t>(r.largest_group, g);
+    if (g == 0) ++r.empty_experts;
+    if (s_->options.capacity_factor) r.dropped_pairs += std::max<std::int64_t>(g - r.capacity, 0);
+  }
+  return r;
+}
+
+const MoeConfig& DeviceMoeLayer::config() const { return s_->c; }
+std::int64_t DeviceMoeLayer::tokens() const { return s_->t; }
+std::size_t DeviceMoeLayer::device_bytes() const { return s_->bytes; }
+
+bool DeviceMoeLayer::graph_safe() const {
+  return std::all_of(s_->plans.begin(), s_->plans.end(),
+                     [](const Plan& p) { return p.graph_safe() && !p.needs_host_sync(); });
+}
+
+std::string DeviceMoeLayer::describe() const {
+  std::string out;
+  for (std::size_t i = 0; i < s_->plans.size(); ++i) out += layer_gemm_name(int(i)) + ": " + s_->plans[i].to_string() + "\n";
+  return out;
+}
+
+}  // namespace ragdot::moe

@@ -1,0 +1,33 @@
+// `ragdot layer --backend cuda`: one MoE layer of a preset on the GPU (ragdot::moe::DeviceMoeLayer,
+// bf16), timed with CUDA events beside the GPU padded baselines, with the share of the
+// permutation and the combine and their memory time against one copy of the routed activations.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "ragdot/workloads.hpp"
+
+namespace ragdot::cli {
+
+struct GpuLayerRequest {
+  workloads::MoePreset preset;
+  std::int64_t tokens = 4096;
+  std::int64_t shrink = 1;
+  double capacity_factor = 1.25;
+  std::uint64_t seed = 1;
+  int reps = 10;
+  int warmup = 2;
+  bool baselines = true;
+  std::optional<std::string> json_path;
+};
+
+// Prints the report (and writes the JSON); returns the exit status.
+int run_gpu_layer(const GpuLayerRequest& request);
+
+// The seed of one parameter or input of the layer for fill_device_uniform (bench/moe_layer_peers.py
+// derives the same): x 1, router 2, router bias 3, w_up 4, w_down 5, shared_up 6, shared_down 7, dy 8.
+std::uint32_t layer_tensor_seed(std::uint64_t seed, int tensor);
+
+}  // namespace ragdot::cli
