@@ -2,8 +2,9 @@
 # The Python bindings on a GPU machine, offline: builds the extension with plain CMake against
 # the installed nanobind and jax (no pip, no network), runs the Python tests with the GPU tests
 # enabled (JAX's CUDA handler, PyTorch and CuPy arrays, ragdot.torch.grouped_mm against
-# torch._grouped_mm), then the MoE step benchmark (bench/python_moe_step.py). Writes
-# python_tests.txt, python_bench.json and python_bench.md to $OUT.
+# torch._grouped_mm), then the MoE step benchmark (bench/python_moe_step.py) and the unmodified
+# JAX training step with and without ragdot.jax.enable() (bench/jax_enable_step.py). Writes
+# python_tests.txt, python_bench.{json,md} and jax_enable.{json,md} to $OUT.
 #
 #   OUT=/some/dir scripts/gpu_python.sh [--quick] [--no-bench]
 set -uo pipefail
@@ -50,6 +51,9 @@ echo "pytest exit $? : $(tail -1 "$OUT/python_tests.txt")" | tee -a "$LOG" >&2
 if [ $bench = 1 ]; then
   say "MoE step benchmark: ragdot.jax vs jax.lax.ragged_dot, ragdot.torch vs torch._grouped_mm"
   timeout 500 "$PY" bench/python_moe_step.py --json "$OUT/python_bench.json" --md "$OUT/python_bench.md" $quick \
+    2>> "$LOG" | tee -a "$LOG" >&2
+  say "JAX MoE training step, JAX's lowering against ragdot.jax.enable(): time and peak memory"
+  timeout 500 "$PY" bench/jax_enable_step.py --json "$OUT/jax_enable.json" --md "$OUT/jax_enable.md" $quick \
     2>> "$LOG" | tee -a "$LOG" >&2
 fi
 say "done"
