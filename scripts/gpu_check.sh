@@ -4,15 +4,20 @@
 # Uses the programs in .devbin/ (scripts/gpu_bundle.sh) when they run here, else builds them.
 #
 #   OUT=/some/dir scripts/gpu_check.sh [--no-tests] [--no-sanitizer] [--no-bench] [--quick] [--python]
+#                                      [--skip REGEX]
 #
+# --skip leaves out the GPU tests whose Suite.Name matches REGEX (e.g. a slow one already run).
 # --python adds, after everything else, the Python bindings' GPU tests and MoE step benchmark
 # (scripts/gpu_python.sh; needs nanobind, jax with CUDA, and PyTorch or CuPy installed there).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . scripts/gpu_log.sh log.txt
-run_tests=1 run_bench=1 run_sanitizer=1 run_python=0 quick=""
-for a in "$@"; do
+run_tests=1 run_bench=1 run_sanitizer=1 run_python=0 quick="" skip='^$'
+while [ $# -gt 0 ]; do
+  a=$1
+  shift
   case $a in
+    --skip) skip=$1; shift ;;
     --no-tests) run_tests=0 ;;
     --no-bench) run_bench=0 ;;
     --no-sanitizer) run_sanitizer=0 ;;
@@ -47,6 +52,7 @@ if [ $run_tests = 1 ]; then
   : > "$OUT/gpu_tests.txt"
   for prog in test_cuda_backend test_cublas_backend test_moe_device; do
     for t in $("$BIN/$prog" --gtest_list_tests | awk '/^[^ ]/{suite=$1} /^  /{print suite $1}'); do
+      if [[ $t =~ $skip ]]; then echo "$t skipped (--skip)" | tee -a "$LOG" >> "$OUT/gpu_tests.txt"; continue; fi
       start=$(date +%s)
       timeout 150 "$BIN/$prog" --gtest_filter="$t" >> "$OUT/gpu_tests.txt" 2>&1
       rc=$?
