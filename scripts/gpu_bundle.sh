@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH=/usr/local/cuda/bin:$PATH
-cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DRAGDOT_ENABLE_CUDA=ON \
+cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DRAGDOT_ENABLE_CUDA=ON -DRAGDOT_BUILD_TOOLS=ON \
   -DCMAKE_EXE_LINKER_FLAGS="-static-libstdc++ -static-libgcc" >/dev/null
 cmake --build build-gpu --target test_cuda_backend test_cublas_backend test_moe_device test_moe_layer_device \
   test_cuda_codegen test_cublas_host test_cpu_backends gpu_bench ragdot_cli -j"$(nproc)"
