@@ -1,0 +1,236 @@
+// The NCCL communicator of one rank and the exchanges of expert parallelism: grouped ncclSend /
+// ncclRecv pairs with every other rank on the caller's stream, and a device copy for the rows a
+// rank keeps. Built with CUDA; ep_communicator_none.cpp stands in otherwise.
+#include <cstring>
+
+#include "backends/cuda/cuda_driver.hpp"
+#include "backends/cuda/device.hpp"
+#include "ep/nccl_library.hpp"
+#include "ragdot/ep_transport.hpp"
+
+namespace ragdot::ep {
+
+namespace {
+
+Result<const NcclApi*> loaded_nccl() {
+  std::string why;
+  const NcclApi* api = nccl(&why);
+  if (!api) return unavailable(why);
+  return api;
+}
+
+// One piece of an exchange: `bytes` bytes at `ptr` (device) to or from one rank.
+struct Piece {
+  const void* ptr = nullptr;
+  std::size_t bytes = 0;
+};
+
+CUdeviceptr dptr(const void* p) { return reinterpret_cast<CUdeviceptr>(p); }
+
+}  // namespace
+
+Result<std::string> nccl_version() {
+  RAGDOT_ASSIGN_OR_RETURN(const NcclApi* api, loaded_nccl());
+  const int v = api->version;
+  return "NCCL " + std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." + std::to_string(v % 100);
+}
+
+Result<UniqueId> new_unique_id() {
+  RAGDOT_ASSIGN_OR_RETURN(const NcclApi* api, loaded_nccl());
+  ncclUniqueId raw;
+  RAGDOT_RETURN_IF_ERROR(nccl_status(*api, api->ncclGetUniqueId(&raw), "ncclGetUniqueId"));
+  UniqueId id;
+  static_assert(sizeof(raw) == sizeof(id.bytes), "NCCL's unique id changed size");
+  std::memcpy(id.bytes.data(), &raw, sizeof(raw));
+  return id;
+}
+
+struct Communicator::State {
+  const NcclApi* api = nullptr;
+  const cuda::Device* device = nullptr;
+  ncclComm_t comm = nullptr;
+  int rank = 0, world = 1;
+  std::int32_t* pinned = nullptr;  // plan()'s host copy of the counts
+  std::size_t pinned_count = 0;
+
+  ~State() {
+    if (!device) return;
+    cuda::ScopedContext ctx(device->context);
+    if (comm) api->ncclCommDestroy(comm);
+    if (pinned) cuda::driver()->cuMemFreeHost(pinned);
+  }
+
+  // to[d] goes to rank d, from[s] comes from rank s; this rank's own piece is a device copy.
+  Status exchange(const std::vector<Piece>& to, const std::vector<Piece>& from, void* stream) const {
+    if (to[std::size_t(rank)].bytes != from[std::size_t(rank)].bytes) {
+      return invalid_argument("ep exchange: this rank keeps " + std::to_string(to[std::size_t(rank)].bytes) +
+                              " bytes but expects " + std::to_string(from[std::size_t(rank)].bytes) +
+                              " from itself (a plan of another rank or another step?)");
+    }
+    cuda::ScopedContext ctx(device->context);
+    RAGDOT_RETURN_IF_ERROR(ctx.status());
+    if (const Piece& own = to[std::size_t(rank)]; own.bytes > 0) {
+      RAGDOT_CU_RETURN_IF_ERROR(cuda::driver()->cuMemcpyDtoDAsync(dptr(from[std::size_t(rank)].ptr), dptr(own.ptr),
+                                                                  own.bytes, static_cast<CUstream>(stream)),
+                                "cuMemcpyDtoDAsync");
+    }
+    if (world == 1) return Status::ok();
+    auto st = static_cast<cudaStream_t>(stream);
+    RAGDOT_RETURN_IF_ERROR(nccl_status(*api, api->ncclGroupStart(), "ncclGroupStart"));
+    Status failed;
+    // Both sides skip an empty piece: the sizes agree, so the pairs still match.
+    for (int peer = 0; peer < world && failed.is_ok(); ++peer) {
+      if (peer == rank) continue;
+      const Piece& out = to[std::size_t(peer)];
+      const Piece& in = from[std::size_t(peer)];
+      if (out.bytes > 0) failed = nccl_status(*api, api->ncclSend(out.ptr, out.bytes, ncclUint8, peer, comm, st), "ncclSend");
+      if (failed.is_ok() && in.bytes > 0) {
+        failed = nccl_status(*api, api->ncclRecv(const_cast<void*>(in.ptr), in.bytes, ncclUint8, peer, comm, st),
+                             "ncclRecv");
+      }
+    }
+    const Status ended = nccl_status(*api, api->ncclGroupEnd(), "ncclGroupEnd");  // always close the group
+    RAGDOT_RETURN_IF_ERROR(failed);
+    RAGDOT_RETURN_IF_ERROR(ended);
+    ncclResult_t async = ncclSuccess;
+    RAGDOT_RETURN_IF_ERROR(nccl_status(*api, api->ncclCommGetAsyncError(comm, &async), "ncclCommGetAsyncError"));
+    return nccl_status(*api, async, "NCCL (asynchronous error)");
+  }
+
+  Status check_plan(const ExchangePlan& plan, std::int64_t row_bytes, const void* a, const void* b,
+                    const char* what) const {
+    if (plan.world_size != world || plan.send_rows.size() != std::size_t(world) ||
+        plan.recv_rows.size() != std::size_t(world) || plan.send_offsets.size() != std::size_t(world) ||
+        plan.recv_offsets.size() != std::size_t(world)) {
+      return invalid_argument(std::string(what) + ": a plan for " + std::to_string(plan.world_size) + " ranks, " +
+                              "the communicator has " + std::to_string(world));
+    }
+    if (row_bytes <= 0) return invalid_argument(std::string(what) + ": row_bytes must be positive");
+    if ((plan.send_capacity > 0 && !a) || (plan.recv_capacity > 0 && !b)) {
+      return invalid_argument(std::string(what) + ": a null device buffer");
+    }
+    return Status::ok();
+  }
+};
+
+Communicator::Communicator(std::unique_ptr<State> s) : s_(std::move(s)) {}
+Communicator::Communicator(Communicator&&) noexcept = default;
+Communicator& Communicator::operator=(Communicator&&) noexcept = default;
+Communicator::~Communicator() = default;
+
+int Communicator::rank() const { return s_->rank; }
+int Communicator::world_size() const { return s_->world; }
+int Communicator::device() const { return s_->device->ordinal; }
+void* Communicator::native_handle() const { return s_->comm; }
+
+Result<Communicator> Communicator::create(const Bootstrap& b) {
+  if (b.world_size < 1 || b.rank < 0 || b.rank >= b.world_size) {
+    return invalid_argument("ep bootstrap: rank " + std::to_string(b.rank) + " of " + std::to_string(b.world_size) +
+                            " ranks");
+  }
+  if (!b.id && b.id_file.empty()) return invalid_argument("ep bootstrap: neither a unique id nor an id file");
+  auto s = std::make_unique<State>();
+  RAGDOT_ASSIGN_OR_RETURN(s->api, loaded_nccl());
+  std::string why;
+  const int gpus = cuda::device_count(&why);
+  if (gpus <= 0) return unavailable("expert parallelism needs a GPU: " + why);
+  const int ordinal = b.device >= 0 ? b.device : b.rank % gpus;
+  if (ordinal >= gpus) {
+    return invalid_argument("ep bootstrap: GPU " + std::to_string(ordinal) + " asked for, " + std::to_string(gpus) +
+                            " present");
+  }
+  RAGDOT_ASSIGN_OR_RETURN(s->device, cuda::device(ordinal));
+  UniqueId id;
+  if (b.id) {
+    id = *b.id;
+  } else if (b.rank == 0) {
+    RAGDOT_ASSIGN_OR_RETURN(id, new_unique_id());
+    RAGDOT_RETURN_IF_ERROR(write_unique_id_file(b.id_file, id));
+  } else {
+    RAGDOT_ASSIGN_OR_RETURN(id, read_unique_id_file(b.id_file, b.timeout_s));
+  }
+  ncclUniqueId raw;
+  std::memcpy(&raw, id.bytes.data(), sizeof(raw));
+  s->rank = b.rank;
+  s->world = b.world_size;
+  // NCCL takes its device from the calling thread's current context
+  cuda::ScopedContext ctx(s->device->context);
+  RAGDOT_RETURN_IF_ERROR(ctx.status());
+  RAGDOT_RETURN_IF_ERROR(
+      nccl_status(*s->api, s->api->ncclCommInitRank(&s->comm, b.world_size, raw, b.rank), "ncclCommInitRank"));
+  return Communicator(std::move(s));
+}
+
+Status Communicator::exchange_counts(const void* counts, void* recv_counts, std::int64_t experts, void* stream) const {
+  if (experts < 1 || experts % s_->world) {
+    return invalid_argument("exchange_counts: " + std::to_string(experts) + " experts do not split evenly over " +
+                            std::to_string(s_->world) + " ranks");
+  }
+  if (!counts || !recv_counts) return invalid_argument("exchange_counts: a null device buffer");
+  const std::size_t bytes = std::size_t(experts / s_->world) * sizeof(std::int32_t);
+  std::vector<Piece> to(std::size_t(s_->world)), from(std::size_t(s_->world));
+  for (std::size_t r = 0; r < to.size(); ++r) {
+    to[r] = {static_cast<const char*>(counts) + r * bytes, bytes};  // rank r's experts
+    from[r] = {static_cast<char*>(recv_counts) + r * bytes, bytes};  // row r of [world, local]
+  }
+  return s_->exchange(to, from, stream);
+}
+
+Result<ExchangePlan> Communicator::plan(const void* counts, const void* recv_counts, std::int64_t experts,
+                                        void* stream) {
+  if (experts < 1 || experts % s_->world) {
+    return invalid_argument("plan: " + std::to_string(experts) + " experts do not split evenly over " +
+                            std::to_string(s_->world) + " ranks");
+  }
+  if (!counts || !recv_counts) return invalid_argument("plan: a null device buffer");
+  const auto* d = cuda::driver();
+  cuda::ScopedContext ctx(s_->device->context);
+  RAGDOT_RETURN_IF_ERROR(ctx.status());
+  const std::size_t need = 2 * std::size_t(experts);
+  if (s_->pinned_count < need) {
+    if (s_->pinned) d->cuMemFreeHost(s_->pinned);
+    s_->pinned = nullptr;
+    s_->pinned_count = 0;
+    void* p = nullptr;
+    RAGDOT_CU_RETURN_IF_ERROR(d->cuMemHostAlloc(&p, need * sizeof(std::int32_t), 0), "cuMemHostAlloc");
+    s_->pinned = static_cast<std::int32_t*>(p);
+    s_->pinned_count = need;
+  }
+  const std::size_t bytes = std::size_t(experts) * sizeof(std::int32_t);
+  auto st = static_cast<CUstream>(stream);
+  RAGDOT_CU_RETURN_IF_ERROR(d->cuMemcpyDtoHAsync(s_->pinned, dptr(counts), bytes, st), "cuMemcpyDtoHAsync");
+  RAGDOT_CU_RETURN_IF_ERROR(d->cuMemcpyDtoHAsync(s_->pinned + experts, dptr(recv_counts), bytes, st),
+                            "cuMemcpyDtoHAsync");
+  RAGDOT_CU_RETURN_IF_ERROR(d->cuStreamSynchronize(st), "cuStreamSynchronize");
+  return ExchangePlan::from_counts(s_->pinned, s_->pinned + experts, s_->world, experts);
+}
+
+namespace {
+
+// Pieces of a buffer of `row_bytes` rows: rows[r] rows from offsets[r], per rank.
+std::vector<Piece> pieces(const void* base, const std::vector<std::int64_t>& offsets,
+                          const std::vector<std::int64_t>& rows, std::int64_t row_bytes) {
+  std::vector<Piece> out(rows.size());
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    out[r] = {static_cast<const char*>(base) + offsets[r] * row_bytes, std::size_t(rows[r] * row_bytes)};
+  }
+  return out;
+}
+
+}  // namespace
+
+Status Communicator::dispatch(const ExchangePlan& plan, const void* send, void* recv, std::int64_t row_bytes,
+                              void* stream) const {
+  RAGDOT_RETURN_IF_ERROR(s_->check_plan(plan, row_bytes, send, recv, "dispatch"));
+  return s_->exchange(pieces(send, plan.send_offsets, plan.send_rows, row_bytes),
+                      pieces(recv, plan.recv_offsets, plan.recv_rows, row_bytes), stream);
+}
+
+Status Communicator::combine(const ExchangePlan& plan, const void* from, void* to, std::int64_t row_bytes,
+                             void* stream) const {
+  RAGDOT_RETURN_IF_ERROR(s_->check_plan(plan, row_bytes, to, from, "combine"));
+  return s_->exchange(pieces(from, plan.recv_offsets, plan.recv_rows, row_bytes),
+                      pieces(to, plan.send_offsets, plan.send_rows, row_bytes), stream);
+}
+
+}  // namespace ragdot::ep
