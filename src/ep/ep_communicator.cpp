@@ -5,6 +5,7 @@
 
 #include "backends/cuda/cuda_driver.hpp"
 #include "backends/cuda/device.hpp"
+#include "ep/exchange_pieces.hpp"
 #include "ep/nccl_library.hpp"
 #include "ragdot/ep_transport.hpp"
 
@@ -18,12 +19,6 @@ Result<const NcclApi*> loaded_nccl() {
   if (!api) return unavailable(why);
   return api;
 }
-
-// One piece of an exchange: `bytes` bytes at `ptr` (device) to or from one rank.
-struct Piece {
-  const void* ptr = nullptr;
-  std::size_t bytes = 0;
-};
 
 CUdeviceptr dptr(const void* p) { return reinterpret_cast<CUdeviceptr>(p); }
 
@@ -60,13 +55,11 @@ struct Communicator::State {
     if (pinned) cuda::driver()->cuMemFreeHost(pinned);
   }
 
-  // to[d] goes to rank d, from[s] comes from rank s; this rank's own piece is a device copy.
-  Status exchange(const std::vector<Piece>& to, const std::vector<Piece>& from, void* stream) const {
-    if (to[std::size_t(rank)].bytes != from[std::size_t(rank)].bytes) {
-      return invalid_argument("ep exchange: this rank keeps " + std::to_string(to[std::size_t(rank)].bytes) +
-                              " bytes but expects " + std::to_string(from[std::size_t(rank)].bytes) +
-                              " from itself (a plan of another rank or another step?)");
-    }
+  // p.to[d] goes to rank d, p.from[s] comes from rank s; this rank's own piece is a device copy.
+  Status exchange(const Pieces& p, void* stream) const {
+    RAGDOT_RETURN_IF_ERROR(check_own_piece(p, rank));
+    const auto& to = p.to;
+    const auto& from = p.from;
     cuda::ScopedContext ctx(device->context);
     RAGDOT_RETURN_IF_ERROR(ctx.status());
     if (const Piece& own = to[std::size_t(rank)]; own.bytes > 0) {
@@ -83,7 +76,9 @@ struct Communicator::State {
       if (peer == rank) continue;
       const Piece& out = to[std::size_t(peer)];
       const Piece& in = from[std::size_t(peer)];
-      if (out.bytes > 0) failed = nccl_status(*api, api->ncclSend(out.ptr, out.bytes, ncclUint8, peer, comm, st), "ncclSend");
+      if (out.bytes > 0) {
+        failed = nccl_status(*api, api->ncclSend(out.ptr, out.bytes, ncclUint8, peer, comm, st), "ncclSend");
+      }
       if (failed.is_ok() && in.bytes > 0) {
         failed = nccl_status(*api, api->ncclRecv(const_cast<void*>(in.ptr), in.bytes, ncclUint8, peer, comm, st),
                              "ncclRecv");
@@ -95,21 +90,6 @@ struct Communicator::State {
     ncclResult_t async = ncclSuccess;
     RAGDOT_RETURN_IF_ERROR(nccl_status(*api, api->ncclCommGetAsyncError(comm, &async), "ncclCommGetAsyncError"));
     return nccl_status(*api, async, "NCCL (asynchronous error)");
-  }
-
-  Status check_plan(const ExchangePlan& plan, std::int64_t row_bytes, const void* a, const void* b,
-                    const char* what) const {
-    if (plan.world_size != world || plan.send_rows.size() != std::size_t(world) ||
-        plan.recv_rows.size() != std::size_t(world) || plan.send_offsets.size() != std::size_t(world) ||
-        plan.recv_offsets.size() != std::size_t(world)) {
-      return invalid_argument(std::string(what) + ": a plan for " + std::to_string(plan.world_size) + " ranks, " +
-                              "the communicator has " + std::to_string(world));
-    }
-    if (row_bytes <= 0) return invalid_argument(std::string(what) + ": row_bytes must be positive");
-    if ((plan.send_capacity > 0 && !a) || (plan.recv_capacity > 0 && !b)) {
-      return invalid_argument(std::string(what) + ": a null device buffer");
-    }
-    return Status::ok();
   }
 };
 
@@ -162,27 +142,13 @@ Result<Communicator> Communicator::create(const Bootstrap& b) {
 }
 
 Status Communicator::exchange_counts(const void* counts, void* recv_counts, std::int64_t experts, void* stream) const {
-  if (experts < 1 || experts % s_->world) {
-    return invalid_argument("exchange_counts: " + std::to_string(experts) + " experts do not split evenly over " +
-                            std::to_string(s_->world) + " ranks");
-  }
-  if (!counts || !recv_counts) return invalid_argument("exchange_counts: a null device buffer");
-  const std::size_t bytes = std::size_t(experts / s_->world) * sizeof(std::int32_t);
-  std::vector<Piece> to(std::size_t(s_->world)), from(std::size_t(s_->world));
-  for (std::size_t r = 0; r < to.size(); ++r) {
-    to[r] = {static_cast<const char*>(counts) + r * bytes, bytes};  // rank r's experts
-    from[r] = {static_cast<char*>(recv_counts) + r * bytes, bytes};  // row r of [world, local]
-  }
-  return s_->exchange(to, from, stream);
+  RAGDOT_RETURN_IF_ERROR(check_counts(counts, recv_counts, s_->world, experts, "exchange_counts"));
+  return s_->exchange(count_pieces(counts, recv_counts, s_->world, experts), stream);
 }
 
 Result<ExchangePlan> Communicator::plan(const void* counts, const void* recv_counts, std::int64_t experts,
                                         void* stream) {
-  if (experts < 1 || experts % s_->world) {
-    return invalid_argument("plan: " + std::to_string(experts) + " experts do not split evenly over " +
-                            std::to_string(s_->world) + " ranks");
-  }
-  if (!counts || !recv_counts) return invalid_argument("plan: a null device buffer");
+  RAGDOT_RETURN_IF_ERROR(check_counts(counts, recv_counts, s_->world, experts, "plan"));
   const auto* d = cuda::driver();
   cuda::ScopedContext ctx(s_->device->context);
   RAGDOT_RETURN_IF_ERROR(ctx.status());
@@ -205,32 +171,16 @@ Result<ExchangePlan> Communicator::plan(const void* counts, const void* recv_cou
   return ExchangePlan::from_counts(s_->pinned, s_->pinned + experts, s_->world, experts);
 }
 
-namespace {
-
-// Pieces of a buffer of `row_bytes` rows: rows[r] rows from offsets[r], per rank.
-std::vector<Piece> pieces(const void* base, const std::vector<std::int64_t>& offsets,
-                          const std::vector<std::int64_t>& rows, std::int64_t row_bytes) {
-  std::vector<Piece> out(rows.size());
-  for (std::size_t r = 0; r < rows.size(); ++r) {
-    out[r] = {static_cast<const char*>(base) + offsets[r] * row_bytes, std::size_t(rows[r] * row_bytes)};
-  }
-  return out;
-}
-
-}  // namespace
-
 Status Communicator::dispatch(const ExchangePlan& plan, const void* send, void* recv, std::int64_t row_bytes,
                               void* stream) const {
-  RAGDOT_RETURN_IF_ERROR(s_->check_plan(plan, row_bytes, send, recv, "dispatch"));
-  return s_->exchange(pieces(send, plan.send_offsets, plan.send_rows, row_bytes),
-                      pieces(recv, plan.recv_offsets, plan.recv_rows, row_bytes), stream);
+  RAGDOT_RETURN_IF_ERROR(check_plan(plan, s_->world, row_bytes, send, recv, "dispatch"));
+  return s_->exchange(dispatch_pieces(plan, send, recv, row_bytes), stream);
 }
 
 Status Communicator::combine(const ExchangePlan& plan, const void* from, void* to, std::int64_t row_bytes,
                              void* stream) const {
-  RAGDOT_RETURN_IF_ERROR(s_->check_plan(plan, row_bytes, to, from, "combine"));
-  return s_->exchange(pieces(from, plan.recv_offsets, plan.recv_rows, row_bytes),
-                      pieces(to, plan.send_offsets, plan.send_rows, row_bytes), stream);
+  RAGDOT_RETURN_IF_ERROR(check_plan(plan, s_->world, row_bytes, to, from, "combine"));
+  return s_->exchange(combine_pieces(plan, from, to, row_bytes), stream);
 }
 
 }  // namespace ragdot::ep

@@ -1,7 +1,8 @@
 // The host side of expert parallelism (ragdot/ep_transport.hpp), no GPU needed: the NCCL unique id
 // as hex and as a rendezvous file, the bootstrap from the environment, the exchange plans'
-// arithmetic, the per-rank process launcher, and clear errors (never a crash) where NCCL or a GPU
-// is missing.
+// arithmetic, the pieces every rank sends and receives (moved between ranks of this process with
+// memcpy, as NCCL's matched send/receive pairs would: the GPU test's scenario, checked here), the
+// per-rank process launcher, and clear errors (never a crash) where NCCL or a GPU is missing.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -10,11 +11,14 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <optional>
 #include <string>
 #include <thread>
 
+#include "ep/exchange_pieces.hpp"
+#include "ep_scenario.hpp"
 #include "ragdot/ep_transport.hpp"
 #include "verify/ep_launch.hpp"
 
@@ -201,6 +205,110 @@ TEST(EpPlan, Padded) {
   EXPECT_EQ(p.recv_offsets, p.send_offsets);
   EXPECT_EQ(p.send_capacity, 15);
   EXPECT_EQ(p.recv_capacity, 15);
+}
+
+// Every rank's pieces to their peers: what NCCL's matched send and receive pairs do.
+void move_pieces(const std::vector<ep::Pieces>& ranks) {
+  const std::size_t world = ranks.size();
+  for (std::size_t s = 0; s < world; ++s) {
+    ASSERT_TRUE(ep::check_own_piece(ranks[s], int(s)).is_ok());
+    for (std::size_t d = 0; d < world; ++d) {
+      const ep::Piece& out = ranks[s].to[d];
+      const ep::Piece& in = ranks[d].from[s];
+      ASSERT_EQ(out.bytes, in.bytes) << "rank " << s << " sends " << out.bytes << " bytes, rank " << d << " expects "
+                                     << in.bytes;
+      if (out.bytes) std::memcpy(const_cast<void*>(in.ptr), out.ptr, out.bytes);
+    }
+  }
+}
+
+TEST(EpExchange, EveryRowArrivesAndReturnsOnTheHost) {
+  using namespace ep_scenario;  // NOLINT
+  for (int world = 1; world <= 4; ++world) {
+    SCOPED_TRACE("world " + std::to_string(world));
+    const int experts = kLocalExperts * world;
+    std::vector<RankPairs> mine;
+    const auto ranks = std::size_t(world);
+    auto recv_counts = std::vector<std::vector<std::int32_t>>(ranks, std::vector<std::int32_t>(std::size_t(experts)));
+    std::vector<ep::Pieces> pieces;
+    for (int r = 0; r < world; ++r) {
+      mine.push_back(make_pairs(r, world));
+      pieces.push_back(ep::count_pieces(mine.back().counts.data(), recv_counts[std::size_t(r)].data(), world, experts));
+    }
+    move_pieces(pieces);
+    std::vector<ExchangePlan> plans;
+    for (int r = 0; r < world; ++r) {
+      EXPECT_EQ(recv_counts[std::size_t(r)], expected_at(r, world).recv_counts);
+      auto p = ExchangePlan::from_counts(mine[std::size_t(r)].counts.data(), recv_counts[std::size_t(r)].data(), world,
+                                         experts);
+      ASSERT_TRUE(p.ok()) << p.status().to_string();
+      plans.push_back(*p);
+    }
+    if (world >= 2) EXPECT_EQ(plans.back().recv_capacity, 0) << "the last rank receives nothing";
+    if (world >= 3) EXPECT_EQ(plans[0].send_rows[1], 0) << "rank 0 sends rank 1 nothing";
+
+    // exact plans: dispatch, a change by the expert's rank, combine
+    std::vector<std::vector<std::uint32_t>> recv, from, back;
+    pieces.clear();
+    for (int r = 0; r < world; ++r) {
+      recv.emplace_back(std::size_t(plans[std::size_t(r)].recv_capacity * kRowWords), 0u);
+      pieces.push_back(ep::dispatch_pieces(plans[std::size_t(r)], mine[std::size_t(r)].rows.data(),
+                                           recv.back().data(), kRowBytes));
+    }
+    move_pieces(pieces);
+    pieces.clear();
+    for (int r = 0; r < world; ++r) {
+      EXPECT_EQ(recv[std::size_t(r)], expected_at(r, world).rows) << "rank " << r << " received";
+      from.push_back(processed_rows(recv[std::size_t(r)], r));
+      back.emplace_back(std::size_t(plans[std::size_t(r)].send_capacity * kRowWords), 0u);
+      pieces.push_back(ep::combine_pieces(plans[std::size_t(r)], from.back().data(), back.back().data(), kRowBytes));
+    }
+    move_pieces(pieces);
+    for (int r = 0; r < world; ++r) {
+      EXPECT_EQ(back[std::size_t(r)], expected_back(mine[std::size_t(r)])) << "rank " << r << " back";
+    }
+
+    // padded plans: the same rows in fixed slots
+    const std::int64_t cap = padded_capacity(world);
+    const ExchangePlan padded = ExchangePlan::padded(world, cap);
+    std::vector<std::vector<std::uint32_t>> psend, pfrom;
+    auto precv = std::vector<std::vector<std::uint32_t>>(ranks), pback = precv;
+    pieces.clear();
+    for (int r = 0; r < world; ++r) {
+      psend.push_back(slot(mine[std::size_t(r)].rows, plans[std::size_t(r)].send_rows, cap));
+      precv[std::size_t(r)].assign(psend.back().size(), 0u);
+      pieces.push_back(ep::dispatch_pieces(padded, psend.back().data(), precv[std::size_t(r)].data(), kRowBytes));
+    }
+    move_pieces(pieces);
+    pieces.clear();
+    for (int r = 0; r < world; ++r) {
+      const auto& p = plans[std::size_t(r)];
+      EXPECT_EQ(unslot(precv[std::size_t(r)], p.recv_rows, cap), expected_at(r, world).rows);
+      pfrom.push_back(slot(processed_rows(unslot(precv[std::size_t(r)], p.recv_rows, cap), r), p.recv_rows, cap, 0));
+      pback[std::size_t(r)].assign(pfrom.back().size(), 0u);
+      pieces.push_back(ep::combine_pieces(padded, pfrom.back().data(), pback[std::size_t(r)].data(), kRowBytes));
+    }
+    move_pieces(pieces);
+    for (int r = 0; r < world; ++r) {
+      EXPECT_EQ(unslot(pback[std::size_t(r)], plans[std::size_t(r)].send_rows, cap), expected_back(mine[std::size_t(r)]));
+    }
+  }
+}
+
+TEST(EpExchange, PlanChecks) {
+  const ExchangePlan two = ExchangePlan::padded(2, 3);
+  int buf = 0;
+  EXPECT_TRUE(ep::check_plan(two, 2, 16, &buf, &buf, "dispatch").is_ok());
+  EXPECT_EQ(ep::check_plan(two, 3, 16, &buf, &buf, "dispatch").code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(ep::check_plan(two, 2, 0, &buf, &buf, "dispatch").code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(ep::check_plan(two, 2, 16, nullptr, &buf, "dispatch").code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE(ep::check_plan(ExchangePlan::padded(2, 0), 2, 16, nullptr, nullptr, "dispatch").is_ok());
+  EXPECT_EQ(ep::check_counts(&buf, &buf, 2, 3, "exchange_counts").code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(ep::check_counts(&buf, nullptr, 2, 4, "exchange_counts").code(), StatusCode::kInvalidArgument);
+  ExchangePlan mismatched = two;
+  mismatched.recv_rows[1] = 2;
+  EXPECT_EQ(ep::check_own_piece(ep::dispatch_pieces(mismatched, &buf, &buf, 16), 1).code(),
+            StatusCode::kInvalidArgument);
 }
 
 TEST(EpNccl, MissingNcclIsAClearError) {
