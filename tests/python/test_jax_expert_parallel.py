@@ -2,7 +2,8 @@
 layer (jax.lax.ragged_dot) in the forward pass and in its gradients, for 2, 4 and 8 shards, both
 dispatches and both transports, with skewed routing and experts (and with 8 shards a whole shard)
 that get no tokens. The cases run in one child process (expert_parallel_cases.py): the CPU device
-count is fixed when JAX starts, and this process keeps its single device."""
+count is fixed when JAX starts, and this process keeps its single device. With RAGDOT_TEST_GPU=1
+the layer also runs on every GPU JAX sees."""
 import json
 import os
 import subprocess
@@ -15,6 +16,7 @@ import numpy as np
 import pytest
 
 import ragdot.jax as rj
+from conftest import gpu
 from ragdot.jax.moe import MoeParams, moe_layer
 
 CASES = ["ragged_semantics", "uneven_tokens"] + [f"forward-{n}-all_to_all-dense" for n in (2, 4, 8)] + [
@@ -84,3 +86,34 @@ def test_one_shard_and_bad_arguments():
         moe_layer(x, params, top_k=2, router="expert_choice")
     with pytest.raises(ValueError, match="shards"):
         rj.expert_mesh(len(jax.devices()) + 1)
+
+
+@gpu
+@pytest.mark.parametrize("dispatch,transport", [("all_to_all", "ragged"), ("all_to_all", "dense"),
+                                                ("all_gather", "ragged")])
+def test_expert_parallel_on_the_gpus(dispatch, transport):
+    """On every GPU JAX sees (one or several): the layer and its gradients against the
+    single-device layer on the CPU (jax.lax, float32)."""
+    try:
+        gpus = jax.devices("gpu")
+    except RuntimeError:
+        pytest.skip("JAX has no GPU here (set RAGDOT_TEST_GPU=1 and install jax with CUDA)")
+    jax.config.update("jax_default_matmul_precision", "highest")
+    n = len(gpus)
+    x, params = small_problem(7, 16 * n, 32, 4 * n, 16)
+    cot = jnp.asarray(np.random.default_rng(8).standard_normal(x.shape), jnp.float32)
+    cpu = jax.devices("cpu")[0]
+    with jax.default_device(cpu):
+        want = moe_layer(x, params, top_k=2)
+        want_grads = jax.grad(lambda x, p: jnp.sum(moe_layer(x, p, top_k=2) * cot), argnums=(0, 1))(x, params)
+    mesh = rj.expert_mesh(devices=gpus)
+    on = lambda spec: jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec(*spec))
+    x, cot = jax.device_put(x, on(("ep",))), jax.device_put(cot, on(("ep",)))
+    params = jax.device_put(params, MoeParams(on(()), on(("ep",)), on(("ep",))))
+    layer = lambda x, p: rj.expert_parallel_moe(x, p, mesh, top_k=2, dispatch=dispatch, transport=transport)
+    got = jax.jit(layer)(x, params)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-3, atol=1e-3)
+    grads = jax.jit(jax.grad(lambda x, p: jnp.sum(layer(x, p) * cot), argnums=(0, 1)))(x, params)
+    for g, w in zip(jax.tree.leaves(grads), jax.tree.leaves(want_grads)):
+        scale = float(np.max(np.abs(np.asarray(w)))) + 1
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-3, atol=1e-3 * scale)
