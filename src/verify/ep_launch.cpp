@@ -4,16 +4,64 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <thread>
 
+extern char** environ;
+
 namespace ragdot::verify {
+
+namespace {
+
+// This process's environment with `set` put over it (a later entry of `set` over an earlier one),
+// as the strings execve takes.
+std::vector<std::string> environment_with(const std::vector<std::pair<std::string, std::string>>& set) {
+  auto in_set = [&](const std::string& name, std::size_t from) {
+    return std::any_of(set.begin() + std::ptrdiff_t(from), set.end(), [&](const auto& kv) { return kv.first == name; });
+  };
+  std::vector<std::string> out;
+  for (char** e = environ; e && *e; ++e) {
+    const std::string entry = *e;
+    if (!in_set(entry.substr(0, entry.find('=')), 0)) out.push_back(entry);
+  }
+  for (std::size_t i = 0; i < set.size(); ++i) {
+    if (!in_set(set[i].first, i + 1)) out.push_back(set[i].first + "=" + set[i].second);
+  }
+  return out;
+}
+
+std::vector<char*> pointers(std::vector<std::string>& strings) {
+  std::vector<char*> p;
+  for (auto& s : strings) p.push_back(s.data());
+  p.push_back(nullptr);
+  return p;
+}
+
+}  // namespace
 
 Result<std::vector<int>> run_ranks(const RankLaunch& launch) {
   if (launch.world_size < 1 || launch.argv.empty()) return invalid_argument("run_ranks: no ranks or no program");
   if (!launch.id_file.empty()) std::remove(launch.id_file.c_str());  // a stale id would hang the ranks
+  // Everything a child needs is made here: between fork and exec it only calls execve, as a
+  // process with other threads (a CUDA driver's) must.
+  std::vector<std::string> argv = launch.argv;
+  std::vector<char*> argp = pointers(argv);
+  std::vector<std::vector<std::string>> envs;
+  std::vector<std::vector<char*>> envp;
+  for (int r = 0; r < launch.world_size; ++r) {
+    std::vector<std::pair<std::string, std::string>> set = {
+        {"RAGDOT_EP_RANK", std::to_string(r)},
+        {"RAGDOT_EP_WORLD_SIZE", std::to_string(launch.world_size)},
+        {"NCCL_NVLS_ENABLE", "0"}};  // NVLink multicast off in every rank
+    if (launch.gpus > 0) set.emplace_back("RAGDOT_EP_DEVICE", std::to_string(r % launch.gpus));
+    if (!launch.id_file.empty()) set.emplace_back("RAGDOT_EP_ID_FILE", launch.id_file);
+    set.insert(set.end(), launch.env.begin(), launch.env.end());
+    envs.push_back(environment_with(set));
+  }
+  for (auto& e : envs) envp.push_back(pointers(e));
   std::vector<pid_t> pids;
   std::vector<int> status(std::size_t(launch.world_size), -1);
   for (int r = 0; r < launch.world_size; ++r) {
@@ -23,18 +71,8 @@ Result<std::vector<int>> run_ranks(const RankLaunch& launch) {
       for (pid_t p : pids) ::waitpid(p, nullptr, 0);
       return unavailable("run_ranks: fork failed");
     }
-    if (pid == 0) {  // the child: its environment, then the program; never returns here
-      ::setenv("RAGDOT_EP_RANK", std::to_string(r).c_str(), 1);
-      ::setenv("RAGDOT_EP_WORLD_SIZE", std::to_string(launch.world_size).c_str(), 1);
-      if (launch.gpus > 0) ::setenv("RAGDOT_EP_DEVICE", std::to_string(r % launch.gpus).c_str(), 1);
-      if (!launch.id_file.empty()) ::setenv("RAGDOT_EP_ID_FILE", launch.id_file.c_str(), 1);
-      ::setenv("NCCL_NVLS_ENABLE", "0", 1);  // NVLink multicast off in every rank
-      for (const auto& [k, v] : launch.env) ::setenv(k.c_str(), v.c_str(), 1);
-      std::vector<char*> args;
-      for (const auto& a : launch.argv) args.push_back(const_cast<char*>(a.c_str()));
-      args.push_back(nullptr);
-      ::execv(args[0], args.data());
-      std::perror("run_ranks: execv");
+    if (pid == 0) {  // the child: never returns here
+      ::execve(argp[0], argp.data(), envp[std::size_t(r)].data());
       ::_exit(127);
     }
     pids.push_back(pid);

@@ -352,10 +352,11 @@ TEST(EpLaunch, RunsEveryRankWithItsEnvironment) {
   verify::RankLaunch l;
   l.argv = {"/bin/sh", "-c",
             "test \"$NCCL_NVLS_ENABLE\" = 0 && test \"$RAGDOT_EP_WORLD_SIZE\" = 3 && test \"$EXTRA\" = yes && "
+            "test \"$(env | grep -c '^EXTRA=')\" = 1 && "
             "test \"$RAGDOT_EP_DEVICE\" = $((RAGDOT_EP_RANK % 2)) && exit $((RAGDOT_EP_RANK + 10))"};
   l.world_size = 3;
   l.gpus = 2;
-  l.env = {{"EXTRA", "yes"}};
+  l.env = {{"EXTRA", "no"}, {"EXTRA", "yes"}};  // the later one wins
   auto st = verify::run_ranks(l);
   ASSERT_TRUE(st.ok()) << st.status().to_string();
   EXPECT_EQ(*st, (std::vector<int>{10, 11, 12}));
