@@ -1,9 +1,10 @@
 // The NCCL expert-parallel transport (ragdot/ep_transport.hpp) timed on 1 to N GPUs, one process
 // per GPU: per step, the counts exchange with its plan (the one host sync), the dispatch of every
 // (token, slot) row to its expert's rank and the combine back, for a preset's hidden size in bf16,
-// top-k and experts, with uniform or skewed routing; then the same rows through a padded plan (no
-// host sync, fixed slots). Each rank prints one line: median milliseconds per phase, the bytes it
-// sent and received, and the tokens per second of the whole exchange over all ranks.
+// top-k and experts, with uniform or skewed routing, received by expert (one message per rank and
+// expert) and by source rank (one per rank); then rows through a padded plan (no host sync,
+// fixed slots). Each rank prints one line: the bytes it sent and received, median milliseconds
+// per phase and the tokens per second of the whole exchange over all ranks.
 //
 //   ep_bench [--ranks 1,2,4,8] [--preset deepseek-v3] [--tokens-per-rank 4096] [--skew 1.2] [--reps 20]
 //            [--capacity-factor 1.0]
@@ -125,31 +126,42 @@ int run_rank(const Options& o) {
   CUevent ev[4];
   for (auto& e : ev) CHECK_CU(d->cuEventCreate(&e, CU_EVENT_DEFAULT));
 
-  std::vector<double> t_plan, t_dispatch, t_combine, t_step;
+  // one step: counts, plan (the host sync), dispatch, combine; medians of each phase
+  struct Times {
+    double plan = 0, dispatch = 0, combine = 0, step = 0;
+  };
   ep::ExchangePlan plan;
-  for (int it = 0; it < o.reps + 3; ++it) {
-    CHECK_CU(d->cuEventRecord(ev[0], stream));
-    CHECK_OK(comm->exchange_counts(ptr(counts_d), ptr(recv_counts_d), s.experts, stream));
-    auto p = comm->plan(ptr(counts_d), ptr(recv_counts_d), s.experts, stream);
-    CHECK_OK(p.status());
-    plan = *p;
-    CHECK_CU(d->cuEventRecord(ev[1], stream));
-    CHECK_OK(comm->dispatch(plan, ptr(send), ptr(recv), row_bytes, stream));
-    CHECK_CU(d->cuEventRecord(ev[2], stream));
-    CHECK_OK(comm->combine(plan, ptr(recv), ptr(back), row_bytes, stream));
-    CHECK_CU(d->cuEventRecord(ev[3], stream));
-    CHECK_CU(d->cuEventSynchronize(ev[3]));
-    if (it < 3) continue;
-    float a = 0, b2 = 0, c = 0, all = 0;
-    CHECK_CU(d->cuEventElapsedTime(&a, ev[0], ev[1]));
-    CHECK_CU(d->cuEventElapsedTime(&b2, ev[1], ev[2]));
-    CHECK_CU(d->cuEventElapsedTime(&c, ev[2], ev[3]));
-    CHECK_CU(d->cuEventElapsedTime(&all, ev[0], ev[3]));
-    t_plan.push_back(a);
-    t_dispatch.push_back(b2);
-    t_combine.push_back(c);
-    t_step.push_back(all);
-  }
+  auto time_steps = [&](ep::Layout layout, Times& out) -> ragdot::Status {
+    std::vector<double> t_plan, t_dispatch, t_combine, t_step;
+    for (int it = 0; it < o.reps + 3; ++it) {
+      RAGDOT_CU_RETURN_IF_ERROR(d->cuEventRecord(ev[0], stream), "cuEventRecord");
+      RAGDOT_RETURN_IF_ERROR(comm->exchange_counts(ptr(counts_d), ptr(recv_counts_d), s.experts, stream));
+      auto p = comm->plan(ptr(counts_d), ptr(recv_counts_d), s.experts, stream, layout);
+      RAGDOT_RETURN_IF_ERROR(p.status());
+      plan = *p;
+      RAGDOT_CU_RETURN_IF_ERROR(d->cuEventRecord(ev[1], stream), "cuEventRecord");
+      RAGDOT_RETURN_IF_ERROR(comm->dispatch(plan, ptr(send), ptr(recv), row_bytes, stream));
+      RAGDOT_CU_RETURN_IF_ERROR(d->cuEventRecord(ev[2], stream), "cuEventRecord");
+      RAGDOT_RETURN_IF_ERROR(comm->combine(plan, ptr(recv), ptr(back), row_bytes, stream));
+      RAGDOT_CU_RETURN_IF_ERROR(d->cuEventRecord(ev[3], stream), "cuEventRecord");
+      RAGDOT_CU_RETURN_IF_ERROR(d->cuEventSynchronize(ev[3]), "cuEventSynchronize");
+      if (it < 3) continue;
+      float ms[3] = {}, all = 0;
+      for (int i = 0; i < 3; ++i) {
+        RAGDOT_CU_RETURN_IF_ERROR(d->cuEventElapsedTime(&ms[i], ev[i], ev[i + 1]), "cuEventElapsedTime");
+      }
+      RAGDOT_CU_RETURN_IF_ERROR(d->cuEventElapsedTime(&all, ev[0], ev[3]), "cuEventElapsedTime");
+      t_plan.push_back(ms[0]);
+      t_dispatch.push_back(ms[1]);
+      t_combine.push_back(ms[2]);
+      t_step.push_back(all);
+    }
+    out = {median(t_plan), median(t_dispatch), median(t_combine), median(t_step)};
+    return ragdot::Status::ok();
+  };
+  Times by_expert, by_source;
+  CHECK_OK(time_steps(ep::Layout::kByExpert, by_expert));
+  CHECK_OK(time_steps(ep::Layout::kBySource, by_source));
   // padded: the same kind of step without counts or host sync (slots sized up front; rows past
   // a slot's capacity would be dropped by the layer that packs them)
   std::vector<double> t_padded;
@@ -163,15 +175,15 @@ int run_rank(const Options& o) {
     CHECK_CU(d->cuEventElapsedTime(&ms, ev[0], ev[1]));
     if (it >= 3) t_padded.push_back(ms);
   }
-  const double step = median(t_step);
   const double sent_gb = double(plan.send_capacity) * double(row_bytes) * 1e-9;
   const double recv_gb = double(plan.recv_capacity) * double(row_bytes) * 1e-9;
-  std::printf("%s ranks=%d rank=%d tokens=%ld H=%ld E=%ld k=%ld skew=%.2f | plan %.3f ms dispatch %.3f ms combine %.3f "
-              "ms step %.3f ms | sent %.3f GB recv %.3f GB (%.1f GB/s each way) | %.0f tok/s all ranks | padded "
-              "slots of %lld rows dispatch+combine %.3f ms\n",
-              o.preset.c_str(), world, me, o.tokens_per_rank, s.hidden, s.experts, s.top_k, o.skew, median(t_plan),
-              median(t_dispatch), median(t_combine), step, sent_gb, recv_gb,
-              std::max(sent_gb, recv_gb) / (median(t_dispatch) * 1e-3), double(o.tokens_per_rank) * world / (step * 1e-3),
+  const double tokens = double(o.tokens_per_rank) * world;
+  std::printf("%s ranks=%d rank=%d tokens/rank=%ld H=%ld E=%ld k=%ld skew=%.2f | sent %.3f GB recv %.3f GB | "
+              "by expert: plan %.3f dispatch %.3f combine %.3f step %.3f ms, %.0f tok/s | by source: dispatch %.3f "
+              "combine %.3f step %.3f ms, %.0f tok/s | padded slots of %lld rows: dispatch+combine %.3f ms\n",
+              o.preset.c_str(), world, me, o.tokens_per_rank, s.hidden, s.experts, s.top_k, o.skew, sent_gb, recv_gb,
+              by_expert.plan, by_expert.dispatch, by_expert.combine, by_expert.step, tokens / (by_expert.step * 1e-3),
+              by_source.dispatch, by_source.combine, by_source.step, tokens / (by_source.step * 1e-3),
               static_cast<long long>(padded.send_rows[0]), median(t_padded));
   std::fflush(stdout);
   for (auto& e : ev) d->cuEventDestroy(e);

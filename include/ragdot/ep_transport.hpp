@@ -6,12 +6,17 @@
 //
 //   sort the pairs by expert (device)            -> rows [P, row], counts [E] int32 (device)
 //   comm.exchange_counts(counts, recv_counts)    -> recv_counts [world, E / world] (device, no sync)
-//   plan = comm.plan(counts, recv_counts)        -> rows per rank both ways (one host sync, see below)
-//   comm.dispatch(plan, rows, received)          -> received [plan.total_recv(), row]: grouped by
-//                                                   source rank, each rank's rows by expert
-//   the local experts on `received`, whose group sizes per (source rank, local expert) are
-//   recv_counts (still on the device)
+//   plan = comm.plan(counts, recv_counts, E, stream, Layout::kByExpert)
+//                                                -> rows per rank and expert (one host sync, below)
+//   comm.dispatch(plan, rows, received)          -> received [plan.recv_capacity, row], grouped by
+//                                                   local expert (each expert's rows by source rank)
+//   the local experts' ragged dots on `received` with group sizes plan.local_group_sizes
 //   comm.combine(plan, expert_out, back)         -> back [P, row] in the layout of `rows`
+//
+// Layout::kBySource instead receives one block per source rank (each by expert), with one send
+// and one receive per pair of ranks instead of one per expert: fewer, larger messages, and the
+// caller regroups by expert (recv_counts, on the device, are the sizes of the (rank, expert)
+// blocks).
 //
 // The host sync. NCCL's send and receive take their sizes on the host, so sending exactly the
 // rows each rank needs means reading the counts on the host once per step: plan() copies the
@@ -70,22 +75,31 @@ struct Bootstrap {
 // RAGDOT_EP_ID (hex) or RAGDOT_EP_ID_FILE (one of them required), RAGDOT_EP_TIMEOUT (seconds).
 Result<Bootstrap> bootstrap_from_env();
 
+// How received rows are laid out: by source rank (each rank's block sorted by expert), or by local
+// expert (each expert's block by source rank), ready for the local experts' ragged dots.
+enum class Layout { kBySource, kByExpert };
+
 // Rows each rank sends to and receives from every rank, and where they start (in rows) in the
 // send and receive buffers; made by Communicator::plan (exact) or padded (fixed slots).
 struct ExchangePlan {
   int world_size = 0;
+  Layout layout = Layout::kBySource;
   std::vector<std::int64_t> send_rows, send_offsets;  // [world]: to rank d, from send_offsets[d]
-  std::vector<std::int64_t> recv_rows, recv_offsets;  // [world]: from rank s, at recv_offsets[s]
+  std::vector<std::int64_t> recv_rows, recv_offsets;  // [world]: from rank s (kBySource: at recv_offsets[s])
   std::int64_t send_capacity = 0;  // rows the send buffer must hold
   std::int64_t recv_capacity = 0;  // rows the receive buffer must hold
+  // Exact plans only: rows this rank has per expert [experts], rows from each rank per local expert
+  // [world, local], and rows per local expert over all ranks [local] (the group sizes of the local
+  // experts' ragged dots in the kByExpert layout).
+  std::vector<std::int64_t> counts, recv_counts, local_group_sizes;
 
   // From this rank's rows per expert, counts [experts] (host; the rows are sorted by expert, so
   // rank d's are contiguous), and the received counts [world, experts / world] (host).
   static Result<ExchangePlan> from_counts(const std::int32_t* counts, const std::int32_t* recv_counts, int world_size,
-                                          std::int64_t experts);
+                                          std::int64_t experts, Layout layout = Layout::kBySource);
   // Fixed slots of `capacity` rows to and from every rank: buffers [world, capacity, row].
   static ExchangePlan padded(int world_size, std::int64_t capacity);
-  std::string to_string() const;  // "ep plan world=2 send=[3,5] recv=[3,0]"
+  std::string to_string() const;  // "ep plan world=2 by source send=[3,5] recv=[3,0]"
 };
 
 // One rank's NCCL communicator on its GPU. Move-only; destroying it destroys the communicator.
@@ -107,9 +121,11 @@ class Communicator {
   Status exchange_counts(const void* counts, void* recv_counts, std::int64_t experts, void* stream) const;
   // The exact plan from those two device arrays: one copy to pinned host memory and a wait on
   // `stream` (the host sync NCCL's host-side sizes need).
-  Result<ExchangePlan> plan(const void* counts, const void* recv_counts, std::int64_t experts, void* stream);
+  Result<ExchangePlan> plan(const void* counts, const void* recv_counts, std::int64_t experts, void* stream,
+                            Layout layout = Layout::kBySource);
   // send [plan.send_capacity rows] -> recv [plan.recv_capacity rows], rows of `row_bytes` bytes:
-  // rank d gets send rows [send_offsets[d], + send_rows[d]) at its recv_offsets[this rank].
+  // rank d gets send rows [send_offsets[d], + send_rows[d]), placed as plan.layout says (one send
+  // and receive per pair of ranks, or per pair of ranks and expert for kByExpert).
   Status dispatch(const ExchangePlan& plan, const void* send, void* recv, std::int64_t row_bytes, void* stream) const;
   // The way back: rows of the receive layout (`from`, recv_capacity rows) to the send layout
   // (`to`, send_capacity rows), each row to where dispatch took it from.

@@ -163,7 +163,7 @@ std::string join(const std::vector<std::int64_t>& v) {
 }  // namespace
 
 Result<ExchangePlan> ExchangePlan::from_counts(const std::int32_t* counts, const std::int32_t* recv_counts,
-                                               int world_size, std::int64_t experts) {
+                                               int world_size, std::int64_t experts, Layout layout) {
   if (world_size < 1 || experts < 1 || experts % world_size) {
     return invalid_argument("exchange plan: " + std::to_string(experts) + " experts do not split evenly over " +
                             std::to_string(world_size) + " ranks");
@@ -172,14 +172,19 @@ Result<ExchangePlan> ExchangePlan::from_counts(const std::int32_t* counts, const
   const std::int64_t local = experts / world_size;
   ExchangePlan p;
   p.world_size = world_size;
+  p.layout = layout;
   p.send_rows.assign(std::size_t(world_size), 0);
   p.recv_rows.assign(std::size_t(world_size), 0);
+  p.local_group_sizes.assign(std::size_t(local), 0);
   for (std::int64_t e = 0; e < experts; ++e) {
     if (counts[e] < 0 || recv_counts[e] < 0) {
       return invalid_argument("exchange plan: a negative count at expert " + std::to_string(e));
     }
     p.send_rows[std::size_t(e / local)] += counts[e];       // expert e lives on rank e / local
     p.recv_rows[std::size_t(e / local)] += recv_counts[e];  // row e / local of [world, local]: that source rank
+    p.local_group_sizes[std::size_t(e % local)] += recv_counts[e];
+    p.counts.push_back(counts[e]);
+    p.recv_counts.push_back(recv_counts[e]);
   }
   p.send_offsets = exclusive_sums(p.send_rows);
   p.recv_offsets = exclusive_sums(p.recv_rows);
@@ -200,7 +205,8 @@ ExchangePlan ExchangePlan::padded(int world_size, std::int64_t capacity) {
 }
 
 std::string ExchangePlan::to_string() const {
-  return "ep plan world=" + std::to_string(world_size) + " send=" + join(send_rows) + " recv=" + join(recv_rows);
+  const char* by = layout == Layout::kByExpert ? " by expert" : " by source";
+  return "ep plan world=" + std::to_string(world_size) + by + " send=" + join(send_rows) + " recv=" + join(recv_rows);
 }
 
 }  // namespace ragdot::ep

@@ -55,31 +55,31 @@ struct Communicator::State {
     if (pinned) cuda::driver()->cuMemFreeHost(pinned);
   }
 
-  // p.to[d] goes to rank d, p.from[s] comes from rank s; this rank's own piece is a device copy.
+  // p.to[d] goes to rank d, p.from[s] comes from rank s, piece by piece in order (NCCL matches a
+  // pair's sends and receives in the order they are posted; both sides skip the same empty
+  // pieces). This rank's own pieces are device copies.
   Status exchange(const Pieces& p, void* stream) const {
     RAGDOT_RETURN_IF_ERROR(check_own_piece(p, rank));
-    const auto& to = p.to;
-    const auto& from = p.from;
     cuda::ScopedContext ctx(device->context);
     RAGDOT_RETURN_IF_ERROR(ctx.status());
-    if (const Piece& own = to[std::size_t(rank)]; own.bytes > 0) {
-      RAGDOT_CU_RETURN_IF_ERROR(cuda::driver()->cuMemcpyDtoDAsync(dptr(from[std::size_t(rank)].ptr), dptr(own.ptr),
-                                                                  own.bytes, static_cast<CUstream>(stream)),
+    const auto own_out = nonempty(p.to[std::size_t(rank)]), own_in = nonempty(p.from[std::size_t(rank)]);
+    for (std::size_t i = 0; i < own_out.size(); ++i) {
+      RAGDOT_CU_RETURN_IF_ERROR(cuda::driver()->cuMemcpyDtoDAsync(dptr(own_in[i].ptr), dptr(own_out[i].ptr),
+                                                                  own_out[i].bytes, static_cast<CUstream>(stream)),
                                 "cuMemcpyDtoDAsync");
     }
     if (world == 1) return Status::ok();
     auto st = static_cast<cudaStream_t>(stream);
     RAGDOT_RETURN_IF_ERROR(nccl_status(*api, api->ncclGroupStart(), "ncclGroupStart"));
     Status failed;
-    // Both sides skip an empty piece: the sizes agree, so the pairs still match.
     for (int peer = 0; peer < world && failed.is_ok(); ++peer) {
       if (peer == rank) continue;
-      const Piece& out = to[std::size_t(peer)];
-      const Piece& in = from[std::size_t(peer)];
-      if (out.bytes > 0) {
+      for (const Piece& out : nonempty(p.to[std::size_t(peer)])) {
+        if (!failed.is_ok()) break;
         failed = nccl_status(*api, api->ncclSend(out.ptr, out.bytes, ncclUint8, peer, comm, st), "ncclSend");
       }
-      if (failed.is_ok() && in.bytes > 0) {
+      for (const Piece& in : nonempty(p.from[std::size_t(peer)])) {
+        if (!failed.is_ok()) break;
         failed = nccl_status(*api, api->ncclRecv(const_cast<void*>(in.ptr), in.bytes, ncclUint8, peer, comm, st),
                              "ncclRecv");
       }
@@ -147,7 +147,7 @@ Status Communicator::exchange_counts(const void* counts, void* recv_counts, std:
 }
 
 Result<ExchangePlan> Communicator::plan(const void* counts, const void* recv_counts, std::int64_t experts,
-                                        void* stream) {
+                                        void* stream, Layout layout) {
   RAGDOT_RETURN_IF_ERROR(check_counts(counts, recv_counts, s_->world, experts, "plan"));
   const auto* d = cuda::driver();
   cuda::ScopedContext ctx(s_->device->context);
@@ -168,7 +168,7 @@ Result<ExchangePlan> Communicator::plan(const void* counts, const void* recv_cou
   RAGDOT_CU_RETURN_IF_ERROR(d->cuMemcpyDtoHAsync(s_->pinned + experts, dptr(recv_counts), bytes, st),
                             "cuMemcpyDtoHAsync");
   RAGDOT_CU_RETURN_IF_ERROR(d->cuStreamSynchronize(st), "cuStreamSynchronize");
-  return ExchangePlan::from_counts(s_->pinned, s_->pinned + experts, s_->world, experts);
+  return ExchangePlan::from_counts(s_->pinned, s_->pinned + experts, s_->world, experts, layout);
 }
 
 Status Communicator::dispatch(const ExchangePlan& plan, const void* send, void* recv, std::int64_t row_bytes,

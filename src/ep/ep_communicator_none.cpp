@@ -23,7 +23,9 @@ int Communicator::world_size() const { return 1; }
 int Communicator::device() const { return -1; }
 void* Communicator::native_handle() const { return nullptr; }
 Status Communicator::exchange_counts(const void*, void*, std::int64_t, void*) const { return not_built(); }
-Result<ExchangePlan> Communicator::plan(const void*, const void*, std::int64_t, void*) { return not_built(); }
+Result<ExchangePlan> Communicator::plan(const void*, const void*, std::int64_t, void*, Layout) {
+  return not_built();
+}
 Status Communicator::dispatch(const ExchangePlan&, const void*, void*, std::int64_t, void*) const { return not_built(); }
 Status Communicator::combine(const ExchangePlan&, const void*, void*, std::int64_t, void*) const { return not_built(); }
 

@@ -1,6 +1,8 @@
 // The byte ranges of one exchange, per rank, on the host: what a rank sends to every rank and
-// where what it receives from every rank goes. The NCCL communicator sends them (ep_communicator.cpp);
-// a CPU test moves them with memcpy between ranks of one process to check the arithmetic.
+// where what it receives from every rank goes, in the order the sends and receives between two
+// ranks are posted (NCCL matches them in that order). The NCCL communicator sends them
+// (ep_communicator.cpp); a CPU test moves them with memcpy between ranks of one process to check
+// the arithmetic.
 #pragma once
 
 #include <cstddef>
@@ -17,12 +19,16 @@ struct Piece {
 };
 
 struct Pieces {
-  std::vector<Piece> to;    // [world]: sent to rank d
-  std::vector<Piece> from;  // [world]: received from rank s (written)
+  std::vector<std::vector<Piece>> to;    // [world][...]: sent to rank d, in order
+  std::vector<std::vector<Piece>> from;  // [world][...]: received from rank s (written), in order
 };
 
-// invalid_argument unless the plan is for `world` ranks, rows have bytes and the buffers the plan
-// uses are there (`sender` holds the send layout, `receiver` the receive layout).
+// The pieces that carry bytes: both sides of a pair skip the same empty ones.
+std::vector<Piece> nonempty(const std::vector<Piece>& pieces);
+
+// invalid_argument unless the plan is for `world` ranks, rows have bytes, the buffers the plan
+// uses are there (`sender` holds the send layout, `receiver` the receive layout) and a kByExpert
+// plan has its per-expert counts.
 Status check_plan(const ExchangePlan& plan, int world, std::int64_t row_bytes, const void* sender,
                   const void* receiver, const char* what);
 // invalid_argument unless `experts` split evenly over `world` ranks and both buffers are there.

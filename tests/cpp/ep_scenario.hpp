@@ -83,6 +83,28 @@ inline Expected expected_at(int me, int world) {
   return x;
 }
 
+// What rank `me` receives in the by-expert layout: each local expert's rows, by source rank.
+inline std::vector<std::uint32_t> expected_by_expert(int me, int world) {
+  std::vector<std::uint32_t> rows;
+  std::vector<RankPairs> all;
+  for (int s = 0; s < world; ++s) all.push_back(make_pairs(s, world));
+  for (int l = 0; l < kLocalExperts; ++l) {
+    for (const RankPairs& p : all) {
+      for (std::size_t j = 0; j < p.expert.size(); ++j) {
+        if (p.expert[j] != me * kLocalExperts + l) continue;
+        rows.insert(rows.end(), p.rows.begin() + std::ptrdiff_t(j * kRowWords),
+                    p.rows.begin() + std::ptrdiff_t((j + 1) * kRowWords));
+      }
+    }
+  }
+  return rows;
+}
+
+// What rank `me` receives in `layout`.
+inline std::vector<std::uint32_t> expected_rows(int me, int world, ep::Layout layout) {
+  return layout == ep::Layout::kByExpert ? expected_by_expert(me, world) : expected_at(me, world).rows;
+}
+
 // A rank's rows as they must come back after combine.
 inline std::vector<std::uint32_t> expected_back(const RankPairs& mine) {
   std::vector<std::uint32_t> back = mine.rows;

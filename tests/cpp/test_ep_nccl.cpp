@@ -76,6 +76,7 @@ class RankGpu {
   std::vector<T> download(const void* p, std::size_t count) {
     std::vector<T> v(count);
     sync();
+    if (count == 0) return v;
     cuda::ScopedContext ctx(dev_->context);
     EXPECT_EQ(cuda::driver()->cuMemcpyDtoH(v.data(), reinterpret_cast<CUdeviceptr>(p), count * sizeof(T)),
               CUDA_SUCCESS);
@@ -105,23 +106,30 @@ void check_exchange(Communicator& comm) {
   ASSERT_TRUE(comm.exchange_counts(counts, recv_counts, experts, gpu.stream()).is_ok());
   EXPECT_EQ(gpu.download<std::int32_t>(recv_counts, std::size_t(experts)), want.recv_counts) << "rank " << me;
 
-  auto plan = comm.plan(counts, recv_counts, experts, gpu.stream());
-  ASSERT_TRUE(plan.ok()) << plan.status().to_string();
   auto host_plan = ExchangePlan::from_counts(mine.counts.data(), want.recv_counts.data(), world, experts);
   ASSERT_TRUE(host_plan.ok());
-  EXPECT_EQ(plan->to_string(), host_plan->to_string());
-  ASSERT_EQ(plan->recv_capacity * kRowWords, std::int64_t(want.rows.size()));
-
-  // exact: rows to their experts' ranks, changed there, and back
-  void* send = gpu.upload(mine.rows);
-  void* recv = gpu.alloc(std::size_t(plan->recv_capacity * kRowBytes));
-  ASSERT_TRUE(comm.dispatch(*plan, send, recv, kRowBytes, gpu.stream()).is_ok());
-  EXPECT_EQ(gpu.download<std::uint32_t>(recv, want.rows.size()), want.rows) << "rank " << me << " received";
-  void* from = gpu.upload(processed_rows(want.rows, me));
-  void* back = gpu.alloc(std::size_t(plan->send_capacity * kRowBytes));
-  ASSERT_TRUE(comm.combine(*plan, from, back, kRowBytes, gpu.stream()).is_ok());
   const std::vector<std::uint32_t> want_back = expected_back(mine);
-  EXPECT_EQ(gpu.download<std::uint32_t>(back, want_back.size()), want_back) << "rank " << me << " back";
+  void* send = gpu.upload(mine.rows);
+  for (ep::Layout layout : {ep::Layout::kBySource, ep::Layout::kByExpert}) {
+    SCOPED_TRACE(layout == ep::Layout::kByExpert ? "by expert" : "by source");
+    auto plan = comm.plan(counts, recv_counts, experts, gpu.stream(), layout);
+    ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+    auto host = ExchangePlan::from_counts(mine.counts.data(), want.recv_counts.data(), world, experts, layout);
+    ASSERT_TRUE(host.ok());
+    EXPECT_EQ(plan->to_string(), host->to_string());
+    EXPECT_EQ(plan->local_group_sizes, host->local_group_sizes);
+    const std::vector<std::uint32_t> rows = expected_rows(me, world, layout);
+    ASSERT_EQ(plan->recv_capacity * kRowWords, std::int64_t(rows.size()));
+
+    // rows to their experts' ranks, changed there, and back
+    void* recv = gpu.alloc(std::size_t(plan->recv_capacity * kRowBytes));
+    ASSERT_TRUE(comm.dispatch(*plan, send, recv, kRowBytes, gpu.stream()).is_ok());
+    EXPECT_EQ(gpu.download<std::uint32_t>(recv, rows.size()), rows) << "rank " << me << " received";
+    void* from = gpu.upload(processed_rows(rows, me));
+    void* back = gpu.alloc(std::size_t(plan->send_capacity * kRowBytes));
+    ASSERT_TRUE(comm.combine(*plan, from, back, kRowBytes, gpu.stream()).is_ok());
+    EXPECT_EQ(gpu.download<std::uint32_t>(back, want_back.size()), want_back) << "rank " << me << " back";
+  }
 
   // padded: slots of `cap` rows per rank, valid rows first; the counts stay on the device
   const std::int64_t cap = padded_capacity(world);

@@ -182,7 +182,10 @@ TEST(EpPlan, FromCounts) {
   EXPECT_EQ(p->recv_offsets, (std::vector<std::int64_t>{0, 4}));
   EXPECT_EQ(p->send_capacity, 8);
   EXPECT_EQ(p->recv_capacity, 4);
-  EXPECT_EQ(p->to_string(), "ep plan world=2 send=[3,5] recv=[4,0]");
+  EXPECT_EQ(p->to_string(), "ep plan world=2 by source send=[3,5] recv=[4,0]");
+  EXPECT_EQ(p->counts, (std::vector<std::int64_t>{3, 0, 1, 4}));
+  EXPECT_EQ(p->recv_counts, (std::vector<std::int64_t>{2, 2, 0, 0}));
+  EXPECT_EQ(p->local_group_sizes, (std::vector<std::int64_t>{2, 2}));
 
   auto one = ExchangePlan::from_counts(counts, counts, 1, 4);
   ASSERT_TRUE(one.ok());
@@ -213,11 +216,13 @@ void move_pieces(const std::vector<ep::Pieces>& ranks) {
   for (std::size_t s = 0; s < world; ++s) {
     ASSERT_TRUE(ep::check_own_piece(ranks[s], int(s)).is_ok());
     for (std::size_t d = 0; d < world; ++d) {
-      const ep::Piece& out = ranks[s].to[d];
-      const ep::Piece& in = ranks[d].from[s];
-      ASSERT_EQ(out.bytes, in.bytes) << "rank " << s << " sends " << out.bytes << " bytes, rank " << d << " expects "
-                                     << in.bytes;
-      if (out.bytes) std::memcpy(const_cast<void*>(in.ptr), out.ptr, out.bytes);
+      const auto out = ep::nonempty(ranks[s].to[d]), in = ep::nonempty(ranks[d].from[s]);
+      ASSERT_EQ(out.size(), in.size()) << "rank " << s << " sends " << out.size() << " pieces, rank " << d
+                                       << " expects " << in.size();
+      for (std::size_t i = 0; i < out.size(); ++i) {
+        ASSERT_EQ(out[i].bytes, in[i].bytes) << "piece " << i << " from rank " << s << " to rank " << d;
+        std::memcpy(const_cast<void*>(in[i].ptr), out[i].ptr, out[i].bytes);
+      }
     }
   }
 }
@@ -236,39 +241,49 @@ TEST(EpExchange, EveryRowArrivesAndReturnsOnTheHost) {
       pieces.push_back(ep::count_pieces(mine.back().counts.data(), recv_counts[std::size_t(r)].data(), world, experts));
     }
     move_pieces(pieces);
+    if (world >= 2) EXPECT_NE(expected_by_expert(0, world), expected_at(0, world).rows) << "the layouts differ";
+    for (ep::Layout layout : {ep::Layout::kBySource, ep::Layout::kByExpert}) {
+      SCOPED_TRACE(layout == ep::Layout::kByExpert ? "by expert" : "by source");
+      std::vector<ExchangePlan> plans;
+      for (int r = 0; r < world; ++r) {
+        EXPECT_EQ(recv_counts[std::size_t(r)], expected_at(r, world).recv_counts);
+        auto p = ExchangePlan::from_counts(mine[std::size_t(r)].counts.data(), recv_counts[std::size_t(r)].data(), world,
+                                           experts, layout);
+        ASSERT_TRUE(p.ok()) << p.status().to_string();
+        plans.push_back(*p);
+      }
+      if (world >= 2) EXPECT_EQ(plans.back().recv_capacity, 0) << "the last rank receives nothing";
+      if (world >= 3) EXPECT_EQ(plans[0].send_rows[1], 0) << "rank 0 sends rank 1 nothing";
+      EXPECT_EQ(plans[0].local_group_sizes[1], 0) << "expert 1 gets nothing";
+
+      // dispatch, a change by the expert's rank, combine
+      std::vector<std::vector<std::uint32_t>> recv, from, back;
+      pieces.clear();
+      for (int r = 0; r < world; ++r) {
+        recv.emplace_back(std::size_t(plans[std::size_t(r)].recv_capacity * kRowWords), 0u);
+        pieces.push_back(ep::dispatch_pieces(plans[std::size_t(r)], mine[std::size_t(r)].rows.data(),
+                                             recv.back().data(), kRowBytes));
+      }
+      move_pieces(pieces);
+      pieces.clear();
+      for (int r = 0; r < world; ++r) {
+        EXPECT_EQ(recv[std::size_t(r)], expected_rows(r, world, layout)) << "rank " << r << " received";
+        from.push_back(processed_rows(recv[std::size_t(r)], r));
+        back.emplace_back(std::size_t(plans[std::size_t(r)].send_capacity * kRowWords), 0u);
+        pieces.push_back(ep::combine_pieces(plans[std::size_t(r)], from.back().data(), back.back().data(), kRowBytes));
+      }
+      move_pieces(pieces);
+      for (int r = 0; r < world; ++r) {
+        EXPECT_EQ(back[std::size_t(r)], expected_back(mine[std::size_t(r)])) << "rank " << r << " back";
+      }
+    }
+
+    // padded plans: the same rows in fixed slots (the exact plans say which rows of a slot count)
     std::vector<ExchangePlan> plans;
     for (int r = 0; r < world; ++r) {
-      EXPECT_EQ(recv_counts[std::size_t(r)], expected_at(r, world).recv_counts);
-      auto p = ExchangePlan::from_counts(mine[std::size_t(r)].counts.data(), recv_counts[std::size_t(r)].data(), world,
-                                         experts);
-      ASSERT_TRUE(p.ok()) << p.status().to_string();
-      plans.push_back(*p);
+      plans.push_back(*ExchangePlan::from_counts(mine[std::size_t(r)].counts.data(), recv_counts[std::size_t(r)].data(),
+                                                 world, experts));
     }
-    if (world >= 2) EXPECT_EQ(plans.back().recv_capacity, 0) << "the last rank receives nothing";
-    if (world >= 3) EXPECT_EQ(plans[0].send_rows[1], 0) << "rank 0 sends rank 1 nothing";
-
-    // exact plans: dispatch, a change by the expert's rank, combine
-    std::vector<std::vector<std::uint32_t>> recv, from, back;
-    pieces.clear();
-    for (int r = 0; r < world; ++r) {
-      recv.emplace_back(std::size_t(plans[std::size_t(r)].recv_capacity * kRowWords), 0u);
-      pieces.push_back(ep::dispatch_pieces(plans[std::size_t(r)], mine[std::size_t(r)].rows.data(),
-                                           recv.back().data(), kRowBytes));
-    }
-    move_pieces(pieces);
-    pieces.clear();
-    for (int r = 0; r < world; ++r) {
-      EXPECT_EQ(recv[std::size_t(r)], expected_at(r, world).rows) << "rank " << r << " received";
-      from.push_back(processed_rows(recv[std::size_t(r)], r));
-      back.emplace_back(std::size_t(plans[std::size_t(r)].send_capacity * kRowWords), 0u);
-      pieces.push_back(ep::combine_pieces(plans[std::size_t(r)], from.back().data(), back.back().data(), kRowBytes));
-    }
-    move_pieces(pieces);
-    for (int r = 0; r < world; ++r) {
-      EXPECT_EQ(back[std::size_t(r)], expected_back(mine[std::size_t(r)])) << "rank " << r << " back";
-    }
-
-    // padded plans: the same rows in fixed slots
     const std::int64_t cap = padded_capacity(world);
     const ExchangePlan padded = ExchangePlan::padded(world, cap);
     std::vector<std::vector<std::uint32_t>> psend, pfrom;
@@ -303,12 +318,17 @@ TEST(EpExchange, PlanChecks) {
   EXPECT_EQ(ep::check_plan(two, 2, 0, &buf, &buf, "dispatch").code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(ep::check_plan(two, 2, 16, nullptr, &buf, "dispatch").code(), StatusCode::kInvalidArgument);
   EXPECT_TRUE(ep::check_plan(ExchangePlan::padded(2, 0), 2, 16, nullptr, nullptr, "dispatch").is_ok());
+  EXPECT_EQ(ep::check_plan(ExchangePlan::padded(2, -1), 2, 16, &buf, &buf, "dispatch").code(),
+            StatusCode::kInvalidArgument);
   EXPECT_EQ(ep::check_counts(&buf, &buf, 2, 3, "exchange_counts").code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(ep::check_counts(&buf, nullptr, 2, 4, "exchange_counts").code(), StatusCode::kInvalidArgument);
   ExchangePlan mismatched = two;
   mismatched.recv_rows[1] = 2;
   EXPECT_EQ(ep::check_own_piece(ep::dispatch_pieces(mismatched, &buf, &buf, 16), 1).code(),
             StatusCode::kInvalidArgument);
+  ExchangePlan no_counts = two;
+  no_counts.layout = ep::Layout::kByExpert;  // a padded plan has no per-expert counts
+  EXPECT_EQ(ep::check_plan(no_counts, 2, 16, &buf, &buf, "dispatch").code(), StatusCode::kInvalidArgument);
 }
 
 TEST(EpNccl, MissingNcclIsAClearError) {
