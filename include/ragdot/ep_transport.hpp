@@ -10,7 +10,8 @@
 //                                                -> rows per rank and expert (one host sync, below)
 //   comm.dispatch(plan, rows, received)          -> received [plan.recv_capacity, row], grouped by
 //                                                   local expert (each expert's rows by source rank)
-//   the local experts' ragged dots on `received` with group sizes plan.local_group_sizes
+//   the local experts' ragged dots on `received`, group sizes plan.local_group_sizes (host values:
+//   an async upload, or the column sums of recv_counts computed on the device)
 //   comm.combine(plan, expert_out, back)         -> back [P, row] in the layout of `rows`
 //
 // Layout::kBySource instead receives one block per source rank (each by expert), with one send
