@@ -37,4 +37,16 @@ inline bool checked() { return flag("RAGDOT_CHECKED"); }
 // RAGDOT_DEBUG: say once, on stderr, why an op was not taken by a backend or a lowering.
 inline bool debug() { return flag("RAGDOT_DEBUG"); }
 
+// Expert parallelism (ragdot/ep_transport.hpp).
+// RAGDOT_NCCL_LIBRARY: path (or soname) of the NCCL library to load (default: libnccl.so.2, .so).
+inline std::optional<std::string> nccl_library() { return get("RAGDOT_NCCL_LIBRARY"); }
+// RAGDOT_EP_RANK, RAGDOT_EP_WORLD_SIZE, RAGDOT_EP_DEVICE, RAGDOT_EP_ID, RAGDOT_EP_ID_FILE,
+// RAGDOT_EP_TIMEOUT: read by ep::bootstrap_from_env (one process per GPU).
+inline std::optional<std::string> ep_rank() { return get("RAGDOT_EP_RANK"); }
+inline std::optional<std::string> ep_world_size() { return get("RAGDOT_EP_WORLD_SIZE"); }
+inline std::optional<std::string> ep_device() { return get("RAGDOT_EP_DEVICE"); }
+inline std::optional<std::string> ep_id() { return get("RAGDOT_EP_ID"); }
+inline std::optional<std::string> ep_id_file() { return get("RAGDOT_EP_ID_FILE"); }
+inline std::optional<std::string> ep_timeout() { return get("RAGDOT_EP_TIMEOUT"); }
+
 }  // namespace ragdot::env

@@ -9,6 +9,7 @@
 #include "core/env.hpp"
 #include "gemm_metrics.hpp"
 #include "machine_info.hpp"
+#include "ragdot/ep_transport.hpp"
 #include "ragdot/plan.hpp"
 #include "ragdot/version.hpp"
 #include "ragdot/workloads.hpp"
@@ -31,7 +32,9 @@ namespace {
 constexpr const char* kEnvironment[] = {
     "RAGDOT_BACKEND",   "RAGDOT_NUM_THREADS", "RAGDOT_CPU_ISA",      "RAGDOT_PRINT_PLAN",
     "RAGDOT_DEBUG",     "RAGDOT_CHECKED",     "RAGDOT_CACHE_DIR",    "RAGDOT_DUMP_SOURCE",
-    "RAGDOT_DUMP_SASS", "RAGDOT_CUDA_ARCH",   "RAGDOT_NVRTC_LIBRARY",
+    "RAGDOT_DUMP_SASS", "RAGDOT_CUDA_ARCH",   "RAGDOT_NVRTC_LIBRARY", "RAGDOT_CUBLAS_LIBRARY",
+    "RAGDOT_NCCL_LIBRARY", "RAGDOT_EP_RANK",  "RAGDOT_EP_WORLD_SIZE", "RAGDOT_EP_DEVICE",
+    "RAGDOT_EP_ID",     "RAGDOT_EP_ID_FILE",  "RAGDOT_EP_TIMEOUT",
 };
 
 CommandHelp info_help() {
@@ -73,6 +76,9 @@ int command_info(const std::vector<std::string>& args) {
   std::string gpu_why;
   const bool gpu = verify::memory_for(MemorySpace::kDevice, &gpu_why) != nullptr;
   std::printf("  gpu       %s\n", gpu ? "present" : ("none: " + gpu_why).c_str());
+  const auto nccl = ep::nccl_version();
+  std::printf("  nccl      %s\n", nccl.ok() ? (*nccl + " (expert parallelism over GPUs)").c_str()
+                                           : ("none: " + nccl.status().message()).c_str());
 
   std::printf("\nbackends (automatic selection tries them in this order)\n");
   TextTable t;
