@@ -118,3 +118,17 @@ def test_whole_programs_run_unchanged_under_python_m_ragdot_jax(tmp_path):
     script.write_text("import ragdot.jax\n" + script.read_text())
     out = subprocess.run([sys.executable, str(script), "--flag"], env=env, capture_output=True, text=True, timeout=120)
     assert out.stdout.strip() == "lowered to ragdot ['--flag']", out.stdout + out.stderr
+
+
+def test_float32_by_bf16_products_are_narrowed_on_cuda_at_default_precision_only():
+    from ragdot.jax._lowering import narrowed_operand
+
+    f32, bf16, f16 = jnp.float32, jnp.bfloat16, jnp.float16
+    assert narrowed_operand("cuda", f32, bf16, None) == 0  # the cotangent against a bf16 weight
+    assert narrowed_operand("cuda", bf16, f32, None) == 1
+    assert narrowed_operand("cuda", f16, f32, lax.Precision.DEFAULT) == 1
+    assert narrowed_operand("cuda", f32, bf16, lax.Precision.HIGHEST) is None
+    assert narrowed_operand("cuda", f32, bf16, (lax.Precision.DEFAULT, lax.Precision.HIGH)) is None
+    assert narrowed_operand("cuda", bf16, bf16, None) is None
+    assert narrowed_operand("cuda", f32, f32, None) is None
+    assert narrowed_operand("cpu", f32, bf16, None) is None  # exact on the CPU

@@ -52,6 +52,32 @@ def _debug(reason: str) -> None:
         print(f"ragdot.jax: keeping JAX's lowering for a ragged dot: {reason}", file=sys.stderr)
 
 
+def _full_precision(precision) -> bool:
+    """Whether jax.lax was asked for more than bf16 products (Precision.HIGH or HIGHEST)."""
+    items = precision if isinstance(precision, (tuple, list)) else (precision,)
+    return any(p in (jax.lax.Precision.HIGH, jax.lax.Precision.HIGHEST) for p in items if p is not None)
+
+
+def narrowed_operand(platform: str, lhs_dtype, rhs_dtype, precision) -> Optional[int]:
+    """Which operand (0: lhs, 1: rhs) to round to the other's 16-bit float type, or None.
+
+    JAX's autodiff of a bf16 x bf16 -> float32 ragged dot transposes it into float32 x bf16
+    products (the float32 cotangent against a bf16 operand), which only ragdot's SIMT kernels
+    take. On CUDA, at JAX's default precision, the float32 operand is rounded to the other's type
+    so that the product runs on the tensor cores with float32 accumulation, as ragdot.jax's own
+    backward does (mixed-precision training's usual choice). Precision.HIGH or HIGHEST keeps it
+    float32; on the CPU nothing changes.
+    """
+    if platform != "cuda" or _full_precision(precision):
+        return None
+    f32, narrow = jnp.dtype(jnp.float32), (jnp.dtype(jnp.bfloat16), jnp.dtype(jnp.float16))
+    if jnp.dtype(lhs_dtype) == f32 and jnp.dtype(rhs_dtype) in narrow:
+        return 0
+    if jnp.dtype(rhs_dtype) == f32 and jnp.dtype(lhs_dtype) in narrow:
+        return 1
+    return None
+
+
 def _make_rule(platform: str, fallback: Callable) -> Callable:
     def rule(ctx, lhs, rhs, group_sizes, *args, ragged_dot_dimension_numbers, precision=None,
              preferred_element_type=None, group_offset=None, **kwargs):
@@ -71,7 +97,13 @@ def _make_rule(platform: str, fallback: Callable) -> Callable:
         except (TypeError, ValueError, KeyError) as err:
             return keep(str(err).splitlines()[0])
 
+        narrow = narrowed_operand(platform, ctx.avals_in[0].dtype, ctx.avals_in[1].dtype, precision)
+
         def via_ragdot(a, b, g):
+            if narrow == 0:
+                a = a.astype(b.dtype)
+            elif narrow == 1:
+                b = b.astype(a.dtype)
             return core(static)(a, b, g, jnp.zeros((1,), jnp.int32))
 
         return mlir.lower_fun(via_ragdot, multiple_results=False)(ctx, lhs, rhs, group_sizes)
