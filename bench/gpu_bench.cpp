@@ -376,11 +376,14 @@ int main(int argc, char** argv) {
 
     // the variant sweep: each override, then the planner's choice again (drift check)
     std::string sweep_json;
+    const char* user_variant = std::getenv("RAGDOT_CUDA_VARIANT");
+    const std::string user_spec = user_variant ? user_variant : "";
     for (std::size_t i = 0; i <= sweep.size() && !sweep.empty(); ++i) {
       const bool again = i == sweep.size();
       if (!again) setenv("RAGDOT_CUDA_VARIANT", sweep[i].c_str(), 1);
       const BackendTiming t = time_backend(*op, po, args, stream, reps);
-      unsetenv("RAGDOT_CUDA_VARIANT");
+      // back to what the run started with, so that "default again" times the same plan as ragdot's column
+      if (user_variant) setenv("RAGDOT_CUDA_VARIANT", user_spec.c_str(), 1); else unsetenv("RAGDOT_CUDA_VARIANT");
       const std::string label = again ? "default again" : sweep[i];
       std::fprintf(stderr, "  sweep %-22s %8.3f ms (%4.0f TF/s)  %s%s\n", label.c_str(), t.ms,
                    t.ms > 0 ? 2.0 * double(M) * double(K) * double(N) / t.ms / 1e9 : 0.0, t.variant.c_str(),

@@ -42,8 +42,10 @@ extern "C" __global__ void __launch_bounds__(32 * RAGDOT_MOE_ROUTE_WARPS) ragdot
   }
   __syncwarp();
   int* chosen = picks[warp];
+  // Taken experts are marked NaN, which never wins moe_better; the search starts at -inf, so
+  // experts whose logit is -inf (masked) are still taken, lowest index first, as on the host.
   for (int j = 0; j < p.top_k; ++j) {
-    float best = -3.402823466e38f;
+    float best = -__int_as_float(0x7f800000);
     int at = -1;
     for (int e = lane; e < p.num_experts; e += 32) ragdot::moe_better(best, at, s[e], e);
 #pragma unroll
@@ -54,7 +56,7 @@ extern "C" __global__ void __launch_bounds__(32 * RAGDOT_MOE_ROUTE_WARPS) ragdot
     }
     if (lane == 0) {  // `at` is the same on every lane
       chosen[j] = at;
-      if (at >= 0) s[at] = -3.402823466e38f;  // out of the next rounds
+      if (at >= 0) s[at] = __int_as_float(0x7fffffff);  // NaN: out of the next rounds
     }
     __syncwarp();
   }
@@ -101,7 +103,8 @@ extern "C" __global__ void __launch_bounds__(32 * RAGDOT_MOE_ROUTE_WARPS)
   const int e = mine ? p.experts[t * p.top_k + lane] : -1;
   const bool valid = e >= 0 && e < p.num_experts;
   const float zj = valid ? z[e] : 0.0f;
-  const float dw = mine ? p.d_weights[t * p.top_k + lane] : 0.0f;
+  // a pair with no expert has no row, so nothing wrote its weight's gradient: read it as 0
+  const float dw = mine && valid ? p.d_weights[t * p.top_k + lane] : 0.0f;
   float g = 0.0f;
   if (p.kind == RAGDOT_MOE_ROUTER_LLAMA4) {
     float ds = mine && p.d_scale ? p.d_scale[t * p.top_k + lane] : 0.0f;

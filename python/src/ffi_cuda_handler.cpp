@@ -1,9 +1,9 @@
 // The XLA FFI handler for the CUDA platform: runs the cuda backend on XLA's stream. The plan is
 // cached per signature and device, so an execution only fills a kernel's arguments and launches;
 // nothing is allocated and nothing waits for the host, which is what lets XLA capture the call in
-// a command buffer (CUDA graph). Workspace (an operand's relayout copy; a checked plan's verdict)
-// comes as an extra result buffer of the call, sized by ragdot.jax at trace time; only a checked
-// plan (RAGDOT_CHECKED=1) syncs with the host.
+// a command buffer (CUDA graph). Workspace (the Hopper kernels' tile counter; an operand's
+// relayout copy; a checked plan's verdict) comes as an extra result buffer of the call, sized by
+// ragdot.jax at trace time on GPU 0; only a checked plan (RAGDOT_CHECKED=1) syncs with the host.
 #include <cuda_runtime_api.h>
 
 #include "ffi_call.hpp"

@@ -126,9 +126,11 @@ def test_float32_by_bf16_products_are_narrowed_on_cuda_at_default_precision_only
     f32, bf16, f16 = jnp.float32, jnp.bfloat16, jnp.float16
     assert narrowed_operand("cuda", f32, bf16, None) == 0  # the cotangent against a bf16 weight
     assert narrowed_operand("cuda", bf16, f32, None) == 1
-    assert narrowed_operand("cuda", f16, f32, lax.Precision.DEFAULT) == 1
+    assert narrowed_operand("cuda", bf16, f32, (lax.Precision.DEFAULT, lax.Precision.DEFAULT)) == 1
     assert narrowed_operand("cuda", f32, bf16, lax.Precision.HIGHEST) is None
     assert narrowed_operand("cuda", f32, bf16, (lax.Precision.DEFAULT, lax.Precision.HIGH)) is None
+    assert narrowed_operand("cuda", f32, bf16, lax.DotAlgorithmPreset.F32_F32_F32) is None
+    assert narrowed_operand("cuda", f16, f32, None) is None  # float16's range is too small for it
     assert narrowed_operand("cuda", bf16, bf16, None) is None
     assert narrowed_operand("cuda", f32, f32, None) is None
     assert narrowed_operand("cpu", f32, bf16, None) is None  # exact on the CPU

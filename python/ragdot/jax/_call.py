@@ -33,8 +33,9 @@ def out_aval(static: Static, lhs, rhs, group_sizes) -> jax.ShapeDtypeStruct:
 
 def _ffi(static: Static, lhs, rhs, group_sizes, group_offset):
     out = out_aval(static, lhs, rhs, group_sizes)
-    # A GPU plan that copies an operand first gets its workspace as a second result, which XLA
-    # allocates with the call's other buffers (the CPU handler ignores it).
+    # A GPU plan that needs workspace (every Hopper wgmma plan: its tile counter; an operand's
+    # relayout copy; a checked plan's verdict) gets it as a second result, which XLA allocates with
+    # the call's other buffers (the CPU handler ignores it). It is sized on GPU 0 at trace time.
     ws_bytes = _native.ffi_device_workspace_bytes(_spec(static, lhs, rhs, group_sizes))
     results = (out, jax.ShapeDtypeStruct((ws_bytes,), np.uint8)) if ws_bytes else out
     call = jax.ffi.ffi_call(_targets.register(), results)

@@ -52,28 +52,30 @@ def _debug(reason: str) -> None:
         print(f"ragdot.jax: keeping JAX's lowering for a ragged dot: {reason}", file=sys.stderr)
 
 
-def _full_precision(precision) -> bool:
-    """Whether jax.lax was asked for more than bf16 products (Precision.HIGH or HIGHEST)."""
+def _default_precision(precision) -> bool:
+    """Whether jax.lax left the precision at its default (None, or Precision.DEFAULT for both)."""
     items = precision if isinstance(precision, (tuple, list)) else (precision,)
-    return any(p in (jax.lax.Precision.HIGH, jax.lax.Precision.HIGHEST) for p in items if p is not None)
+    return all(p is None or p == jax.lax.Precision.DEFAULT for p in items)
 
 
 def narrowed_operand(platform: str, lhs_dtype, rhs_dtype, precision) -> Optional[int]:
-    """Which operand (0: lhs, 1: rhs) to round to the other's 16-bit float type, or None.
+    """Which operand (0: lhs, 1: rhs) to round from float32 to bfloat16, or None.
 
     JAX's autodiff of a bf16 x bf16 -> float32 ragged dot transposes it into float32 x bf16
     products (the float32 cotangent against a bf16 operand), which only ragdot's SIMT kernels
-    take. On CUDA, at JAX's default precision, the float32 operand is rounded to the other's type
-    so that the product runs on the tensor cores with float32 accumulation, as ragdot.jax's own
-    backward does (mixed-precision training's usual choice). Precision.HIGH or HIGHEST keeps it
-    float32; on the CPU nothing changes.
+    take. On CUDA, at JAX's default precision, the float32 operand is rounded to bfloat16 so that
+    the product runs on the tensor cores with float32 accumulation, as ragdot.jax's own backward
+    does (mixed-precision training's usual choice). Any other precision (Precision.HIGH or
+    HIGHEST, a dot algorithm), float16 partners (whose range a float32 cotangent may exceed) and
+    the CPU keep the float32 operand as it is. The rounding applies to every such product, not
+    only to autodiff's: a forward bf16 x float32 ragged dot at default precision is rounded too.
     """
-    if platform != "cuda" or _full_precision(precision):
+    if platform != "cuda" or not _default_precision(precision):
         return None
-    f32, narrow = jnp.dtype(jnp.float32), (jnp.dtype(jnp.bfloat16), jnp.dtype(jnp.float16))
-    if jnp.dtype(lhs_dtype) == f32 and jnp.dtype(rhs_dtype) in narrow:
+    f32, bf16 = jnp.dtype(jnp.float32), jnp.dtype(jnp.bfloat16)
+    if jnp.dtype(lhs_dtype) == f32 and jnp.dtype(rhs_dtype) == bf16:
         return 0
-    if jnp.dtype(rhs_dtype) == f32 and jnp.dtype(lhs_dtype) in narrow:
+    if jnp.dtype(rhs_dtype) == f32 and jnp.dtype(lhs_dtype) == bf16:
         return 1
     return None
 
@@ -101,9 +103,9 @@ def _make_rule(platform: str, fallback: Callable) -> Callable:
 
         def via_ragdot(a, b, g):
             if narrow == 0:
-                a = a.astype(b.dtype)
+                a = a.astype(jnp.bfloat16)
             elif narrow == 1:
-                b = b.astype(a.dtype)
+                b = b.astype(jnp.bfloat16)
             return core(static)(a, b, g, jnp.zeros((1,), jnp.int32))
 
         return mlir.lower_fun(via_ragdot, multiple_results=False)(ctx, lhs, rhs, group_sizes)

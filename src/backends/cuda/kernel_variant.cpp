@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <optional>
 #include <sstream>
 
 namespace ragdot::cuda {
@@ -259,7 +260,7 @@ Result<KernelVariant> choose_variant(const core::GroupGemmProblem& p, const Devi
 }
 
 Result<KernelVariant> override_variant(const KernelVariant& v, const std::string& spec, const DeviceTraits& d) {
-  KernelVariant out = v;
+  std::optional<int> bn, stages;
   std::istringstream items(spec);
   std::string item;
   while (std::getline(items, item, ',')) {
@@ -271,18 +272,23 @@ Result<KernelVariant> override_variant(const KernelVariant& v, const std::string
     const long value = std::strtol(text.c_str(), &end, 10);
     if (text.empty() || *end != '\0') return invalid_argument("RAGDOT_CUDA_VARIANT: '" + item + "' is not key=integer");
     if (key == "bn") {
-      if (out.family != KernelFamily::kWgmma) return invalid_argument("RAGDOT_CUDA_VARIANT: bn applies to the wgmma family only, the plan's variant is " + v.name());
       if (value < 64 || value > 256 || value % 64 != 0) return invalid_argument("RAGDOT_CUDA_VARIANT: bn must be 64, 128, 192 or 256, got " + text);
-      out.bn = int(value);
-      out.stages = wgmma_stages(out.bn, d);
+      bn = int(value);
     } else if (key == "stages") {
-      if (out.family == KernelFamily::kSimt) return invalid_argument("RAGDOT_CUDA_VARIANT: the simt family has no stages");
       if (value < 2 || value > 8) return invalid_argument("RAGDOT_CUDA_VARIANT: stages must be 2 to 8, got " + text);
-      out.stages = int(value);
+      stages = int(value);
     } else {
       return invalid_argument("RAGDOT_CUDA_VARIANT: unknown key '" + key + "' (known: bn, stages)");
     }
   }
+  // A key the chosen family does not have leaves it as it is: one setting can then stand for a
+  // whole program whose ops land on different families.
+  KernelVariant out = v;
+  if (bn && out.family == KernelFamily::kWgmma) {
+    out.bn = *bn;
+    out.stages = wgmma_stages(out.bn, d);
+  }
+  if (stages && out.family != KernelFamily::kSimt) out.stages = *stages;
   if (out.dynamic_smem_bytes(kMaxGroupsPlusLocal / 2, kMaxGroupsPlusLocal / 2) > d.max_dynamic_smem)
     return invalid_argument("RAGDOT_CUDA_VARIANT: " + out.name() + " needs more shared memory than the device has");
   return out;

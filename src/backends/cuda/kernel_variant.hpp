@@ -50,9 +50,10 @@ struct DeviceTraits {
 Result<KernelVariant> choose_variant(const core::GroupGemmProblem& p, const DeviceTraits& device);
 
 // Applies a tuning override ("bn=128,stages=6"; RAGDOT_CUDA_VARIANT) to a chosen variant: `bn`
-// (wgmma family: 64, 128, 192 or 256) and `stages` (mma and wgmma families: 2 to 8, as far as
-// shared memory allows). A key the variant's family does not have, or a value out of range, is an
-// error that names it, so a typo never silently measures the default.
+// (wgmma family: 64, 128, 192 or 256; the stage count is refitted) and `stages` (mma and wgmma
+// families: 2 to 8, as far as shared memory allows; applied after bn). A key the variant's family
+// does not have is ignored; an unknown key or a value out of range is an error that names it, so
+// a typo never silently measures the default.
 Result<KernelVariant> override_variant(const KernelVariant& v, const std::string& spec, const DeviceTraits& device);
 
 // Every variant choose_variant can return for a device (CI compiles them all).
