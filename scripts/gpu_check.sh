@@ -34,14 +34,15 @@ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=c
 
 BIN=.devbin
 if ! "$BIN/test_cuda_codegen" --gtest_list_tests > /dev/null 2>&1 || [ ! -x "$BIN/test_cublas_backend" ] ||
-   [ ! -x "$BIN/test_moe_device" ]; then
+   [ ! -x "$BIN/test_moe_device" ] || [ ! -x "$BIN/test_moe_expert_parallel" ]; then
   say "carried programs do not run here; building"
   cmake -S . -B /tmp/ragdot-build -G Ninja -DCMAKE_BUILD_TYPE=Release -DRAGDOT_ENABLE_CUDA=ON >> "$LOG" 2>&1
   cmake --build /tmp/ragdot-build --target test_cuda_backend test_cublas_backend test_moe_device test_cuda_codegen test_cublas_host \
-    gpu_bench -j16 >> "$LOG" 2>&1
+    test_ep_nccl test_moe_expert_parallel gpu_bench -j16 >> "$LOG" 2>&1
   mkdir -p /tmp/ragdot-bin
   cp /tmp/ragdot-build/tests/cpp/test_cuda_backend /tmp/ragdot-build/tests/cpp/test_cublas_backend /tmp/ragdot-build/tests/cpp/test_moe_device \
      /tmp/ragdot-build/tests/cpp/test_cuda_codegen /tmp/ragdot-build/tests/cpp/test_cublas_host \
+     /tmp/ragdot-build/tests/cpp/test_ep_nccl /tmp/ragdot-build/tests/cpp/test_moe_expert_parallel \
      /tmp/ragdot-build/bench/gpu_bench /tmp/ragdot-bin/ 2>>"$LOG"
   BIN=/tmp/ragdot-bin
 fi
@@ -50,7 +51,8 @@ if [ $run_tests = 1 ]; then
   say "GPU tests"
   # one process per test, each with its own time limit, so that a hang names its test
   : > "$OUT/gpu_tests.txt"
-  for prog in test_cuda_backend test_cublas_backend test_moe_device; do
+  # the expert-parallel tests run one rank here (several with RAGDOT_EP_RANKS=N or on a multi-GPU machine)
+  for prog in test_cuda_backend test_cublas_backend test_moe_device test_ep_nccl test_moe_expert_parallel; do
     for t in $("$BIN/$prog" --gtest_list_tests | awk '/^[^ ]/{suite=$1} /^  /{print suite $1}'); do
       if [[ $t =~ $skip ]]; then echo "$t skipped (--skip)" | tee -a "$LOG" >> "$OUT/gpu_tests.txt"; continue; fi
       start=$(date +%s)

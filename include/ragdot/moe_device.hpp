@@ -27,6 +27,10 @@
 #include "ragdot/moe.hpp"
 #include "ragdot/status.hpp"
 
+namespace ragdot::ep {
+class Communicator;  // ragdot/ep_transport.hpp
+}  // namespace ragdot::ep
+
 namespace ragdot::moe {
 
 // Parameters in device memory, row-major, the shapes of MoeParams; bf16 but the router bias.
@@ -62,6 +66,18 @@ struct DeviceMoeOptions {
   // model size asks for E times the routed activations).
   std::optional<std::int64_t> max_group_rows;
   PlanningEffort effort = PlanningEffort::kHeuristic;
+  // Expert parallelism (ragdot/ep_transport.hpp): this process's rank of a communicator whose GPU
+  // is `device`, one process per GPU. The routed experts are split evenly over the ranks, rank r
+  // holding experts [r E / W, (r + 1) E / W) of W ranks: DeviceMoeParams::w_up and w_down then hold
+  // those experts only ([E / W, H, 2F] and [E / W, F, H]); the router and the shared experts are
+  // whole on every rank. Each rank routes its own tokens, sends the rows of its (token, slot)
+  // pairs to their experts' ranks, runs its experts on the rows it receives (grouped by local
+  // expert) and sends them back, then combines. Forward only; one host sync per forward (the
+  // exchange's sizes: NCCL takes them on the host), so not capturable in a CUDA graph. The rows a
+  // rank can receive are bounded by W T k; the expert ragged dots are planned for T k, 2 T k,
+  // 4 T k, ... up to W T k rows and the smallest that holds the received rows runs.
+  // Null: every expert on this GPU.
+  ep::Communicator* expert_parallel = nullptr;
 };
 
 // The last forward's routing, in device memory owned by the layer (valid until its next forward).
@@ -115,7 +131,8 @@ class DeviceMoeLayer {
 
   // y [T, H] bf16 from x [T, H] bf16. Keeps what backward needs until the next forward.
   Status forward(const void* x, const DeviceMoeParams& params, void* y, void* stream);
-  // The gradients of sum(y * dy) for the last forward's x and params; dy [T, H] bf16.
+  // The gradients of sum(y * dy) for the last forward's x and params; dy [T, H] bf16. Not with
+  // expert parallelism (an `unsupported` error).
   Status backward(const void* x, const DeviceMoeParams& params, const void* dy, const DeviceMoeGrads& grads,
                   void* stream);
 

@@ -2,7 +2,10 @@
 // ragged dot) -> router kernel -> stable counting sort by expert (group sizes on the device) ->
 // gather -> up ragged dot -> SwiGLU -> down ragged dot -> shared experts -> combine on top of the
 // shared output; backward in reverse. Every buffer lives in one allocation made by create; the
-// plans share one workspace, since they run one after another on the caller's stream.
+// plans share one workspace, since they run one after another on the caller's stream. With
+// expert parallelism the routed experts' three steps become: exchange of the per-expert counts,
+// the exchange's plan (one host sync), dispatch of the sorted rows to their experts' ranks, the
+// local experts' up, SwiGLU and down on the rows received, and the way back.
 #include <algorithm>
 #include <cstring>
 #include <functional>
@@ -15,6 +18,7 @@
 #include "moe/host_gemm.hpp"
 #include "moe/layer_config.hpp"
 #include "planner/padded_capacity.hpp"
+#include "ragdot/ep_transport.hpp"
 #include "ragdot/moe_device.hpp"
 
 namespace ragdot::moe {
@@ -72,6 +76,11 @@ struct Buffers {
   void *d_rows = nullptr, *d_act = nullptr, *d_up = nullptr;  // [M,H] (d_out, then d_in) [M,F] [M,2F]
   void *s_d_act = nullptr, *s_d_up = nullptr, *s_d_in = nullptr;  // [T,F] [T,2F] [T,H]
   void* ws = nullptr;
+  // expert parallelism: rows received per (rank, local expert), their sum per local expert, and
+  // the rows received, their up projection, activation and the experts' output [W M, ...]
+  int* recv_counts = nullptr;  // [E] = [W, E / W]
+  int* local_gs = nullptr;     // [E / W]
+  void *recv_rows = nullptr, *recv_up = nullptr, *recv_act = nullptr, *recv_out = nullptr;
 };
 
 // Hands out aligned pieces of [base, base + size): with base 0 it only measures.
@@ -125,11 +134,18 @@ struct DeviceMoeLayer::State {
   std::size_t bytes = 0, ws_bytes = 0;
   Buffers b;
   bool forwarded = false;
+  // expert parallelism
+  ep::Communicator* comm = nullptr;
+  std::int64_t world = 1, local_experts = 0;
+  std::vector<std::int64_t> ep_rows;  // the rows each pair of ep_plans is planned for: M, 2M, 4M, ..., W M
+  std::vector<Plan> ep_plans;         // [up, down] per entry of ep_rows
+  std::int32_t* host_local_gs = nullptr;  // pinned [E / W]: the local group sizes on their way up
 
   ~State() {
-    if (base) {
+    if (base || host_local_gs) {
       cuda::ScopedContext ctx(device->context);
-      cuda::driver()->cuMemFree(base);
+      if (base) cuda::driver()->cuMemFree(base);
+      if (host_local_gs) cuda::driver()->cuMemFreeHost(host_local_gs);
     }
   }
 
@@ -169,6 +185,13 @@ struct DeviceMoeLayer::State {
     cv.take(b.s_d_up, s ? tt * 2 * f * kActBytes : 0);
     cv.take(b.s_d_in, s ? tt * h * kActBytes : 0);
     cv.take(b.ws, ws_bytes);
+    const std::size_t recv = comm ? std::size_t(world) * mt : 0;  // rows a rank can receive
+    cv.take(b.recv_counts, comm ? e * 4 : 0);
+    cv.take(b.local_gs, comm ? std::size_t(local_experts) * 4 : 0);
+    cv.take(b.recv_rows, recv * h * kActBytes);
+    cv.take(b.recv_up, recv * 2 * f * kActBytes);
+    cv.take(b.recv_act, recv * f * kActBytes);
+    cv.take(b.recv_out, recv * h * kActBytes);
   }
 
   Status gemm(int which, const void* lhs, const void* rhs, const void* gs, void* out, CUstream stream) const {
@@ -187,12 +210,16 @@ struct DeviceMoeLayer::State {
     RAGDOT_RETURN_IF_ERROR(mark(mk, st, "sort"));
     RAGDOT_RETURN_IF_ERROR(perm->gather(x, llama4() ? b.scale : nullptr, sorted(), t, k, h, kAct, b.rows, st));
     RAGDOT_RETURN_IF_ERROR(mark(mk, st, "gather"));
-    RAGDOT_RETURN_IF_ERROR(gemm(kRouted + kFfnUp, b.rows, p.w_up, b.group_sizes, b.up, st));
-    RAGDOT_RETURN_IF_ERROR(mark(mk, st, "up"));
-    RAGDOT_RETURN_IF_ERROR(ops->swiglu(b.up, m, f, kAct, b.act, st));
-    RAGDOT_RETURN_IF_ERROR(mark(mk, st, "swiglu"));
-    RAGDOT_RETURN_IF_ERROR(gemm(kRouted + kFfnDown, b.act, p.w_down, b.group_sizes, b.out, st));
-    RAGDOT_RETURN_IF_ERROR(mark(mk, st, "down"));
+    if (comm) {
+      RAGDOT_RETURN_IF_ERROR(remote_experts(p, st, mk));
+    } else {
+      RAGDOT_RETURN_IF_ERROR(gemm(kRouted + kFfnUp, b.rows, p.w_up, b.group_sizes, b.up, st));
+      RAGDOT_RETURN_IF_ERROR(mark(mk, st, "up"));
+      RAGDOT_RETURN_IF_ERROR(ops->swiglu(b.up, m, f, kAct, b.act, st));
+      RAGDOT_RETURN_IF_ERROR(mark(mk, st, "swiglu"));
+      RAGDOT_RETURN_IF_ERROR(gemm(kRouted + kFfnDown, b.act, p.w_down, b.group_sizes, b.out, st));
+      RAGDOT_RETURN_IF_ERROR(mark(mk, st, "down"));
+    }
     for (std::int64_t j = 0; j < s; ++j) {
       void* up = offset(b.s_up, j * t * 2 * f);
       void* act = offset(b.s_act, j * t * f);
@@ -208,6 +235,39 @@ struct DeviceMoeLayer::State {
     RAGDOT_RETURN_IF_ERROR(mark(mk, st, "combine"));
     forwarded = true;
     return Status::ok();
+  }
+
+  // Expert parallelism: the sorted rows b.rows (this rank's pairs, by expert, so each rank's are
+  // contiguous) go to their experts' ranks, which run the up and down ragged dots over the rows
+  // they receive and send them back into b.out, in b.rows' order.
+  Status remote_experts(const DeviceMoeParams& p, CUstream st, StepMarks* mk) {
+    const std::int64_t h = c.hidden, f = c.ffn;
+    const std::int64_t row_bytes = h * std::int64_t(kActBytes);
+    RAGDOT_RETURN_IF_ERROR(comm->exchange_counts(b.group_sizes, b.recv_counts, c.experts, st));
+    RAGDOT_ASSIGN_OR_RETURN(ep::ExchangePlan xp,
+                            comm->plan(b.group_sizes, b.recv_counts, c.experts, st, ep::Layout::kByExpert));
+    RAGDOT_RETURN_IF_ERROR(mark(mk, st, "exchange counts"));
+    // plan() waited for the stream, so the last forward's upload from host_local_gs is done
+    for (std::int64_t e = 0; e < local_experts; ++e) host_local_gs[e] = std::int32_t(xp.local_group_sizes[std::size_t(e)]);
+    RAGDOT_CU_RETURN_IF_ERROR(cuda::driver()->cuMemcpyHtoDAsync(dptr(b.local_gs), host_local_gs,
+                                                                std::size_t(local_experts) * 4, st),
+                              "cuMemcpyHtoDAsync (local group sizes)");
+    RAGDOT_RETURN_IF_ERROR(comm->dispatch(xp, b.rows, b.recv_rows, row_bytes, st));
+    RAGDOT_RETURN_IF_ERROR(mark(mk, st, "dispatch"));
+    std::size_t which = 0;
+    while (ep_rows[which] < xp.recv_capacity) ++which;  // ep_rows ends at W M, which holds any exchange
+    const std::int64_t rows = xp.recv_capacity;
+    const Plan& up = ep_plans[2 * which];
+    const Plan& down = ep_plans[2 * which + 1];
+    const MutableBuffer ws{b.ws, ws_bytes, MemorySpace::kDevice};
+    RAGDOT_RETURN_IF_ERROR(run_plan(up, b.recv_rows, p.w_up, b.local_gs, b.recv_up, ws, st));
+    RAGDOT_RETURN_IF_ERROR(mark(mk, st, "up"));
+    RAGDOT_RETURN_IF_ERROR(ops->swiglu(b.recv_up, rows, f, kAct, b.recv_act, st));
+    RAGDOT_RETURN_IF_ERROR(mark(mk, st, "swiglu"));
+    RAGDOT_RETURN_IF_ERROR(run_plan(down, b.recv_act, p.w_down, b.local_gs, b.recv_out, ws, st));
+    RAGDOT_RETURN_IF_ERROR(mark(mk, st, "down"));
+    RAGDOT_RETURN_IF_ERROR(comm->combine(xp, b.recv_out, b.out, row_bytes, st));
+    return mark(mk, st, "combine exchange");
   }
 
   Status backward(const void* x, const DeviceMoeParams& p, const void* dy, const DeviceMoeGrads& g, CUstream st,
@@ -293,6 +353,32 @@ Result<DeviceMoeLayer> DeviceMoeLayer::create(const MoeConfig& c, std::int64_t t
   s->t = tokens;
   s->m = tokens * c.top_k;
   s->options = o;
+  if (o.expert_parallel) {
+    ep::Communicator& comm = *o.expert_parallel;
+    s->comm = &comm;
+    s->world = comm.world_size();
+    if (o.expert_backend != "cuda") {
+      return invalid_argument("expert parallelism runs the routed experts on the cuda backend (got \"" +
+                              o.expert_backend + "\")");
+    }
+    if (comm.device() != o.device) {
+      return invalid_argument("expert parallelism: the communicator is on GPU " + std::to_string(comm.device()) +
+                              ", the layer on GPU " + std::to_string(o.device));
+    }
+    if (s->world < 1 || c.experts % s->world != 0) {
+      return invalid_argument("expert parallelism: " + std::to_string(c.experts) + " experts do not split evenly over " +
+                              std::to_string(s->world) + " ranks");
+    }
+    if (s->m > std::int64_t(0x7fffffff) / s->world) {
+      return invalid_argument("expert parallelism: a rank may receive " + std::to_string(s->world) + " x " +
+                              std::to_string(s->m) + " rows, more than 2^31 - 1");
+    }
+    s->local_experts = c.experts / s->world;
+    for (std::int64_t b = 1;; b *= 2) {
+      s->ep_rows.push_back(std::min(b, s->world) * s->m);
+      if (b >= s->world) break;
+    }
+  }
   RAGDOT_ASSIGN_OR_RETURN(s->device, cuda::device(o.device));
   RAGDOT_ASSIGN_OR_RETURN(DevicePermutation perm, DevicePermutation::create(o.device, s->m, c.experts));
   s->perm.emplace(std::move(perm));
@@ -327,6 +413,20 @@ Result<DeviceMoeLayer> DeviceMoeLayer::create(const MoeConfig& c, std::int64_t t
     s->ws_bytes = std::max(s->ws_bytes, plan->workspace_bytes());
     s->plans.push_back(std::move(*plan));
   }
+  // expert parallelism: the local experts' up and down ragged dots for each bound on the rows received
+  for (std::int64_t rows : s->ep_rows) {
+    auto ep_specs = expert_ffn_specs(rows, s->local_experts, c.hidden, c.ffn, types);
+    for (int which : {int(kFfnUp), int(kFfnDown)}) {
+      RAGDOT_ASSIGN_OR_RETURN(RaggedDot op, RaggedDot::create(ep_specs[std::size_t(which)]));
+      auto plan = make_plan(op, base);
+      if (!plan.ok()) {
+        return Status(plan.status().code(), "device MoE layer, expert-parallel " + layer_gemm_name(kRouted + which) +
+                                                " for " + std::to_string(rows) + " rows: " + plan.status().message());
+      }
+      s->ws_bytes = std::max(s->ws_bytes, plan->workspace_bytes());
+      s->ep_plans.push_back(std::move(*plan));
+    }
+  }
 
   Carver measure(0);
   s->carve(measure);
@@ -342,6 +442,12 @@ Result<DeviceMoeLayer> DeviceMoeLayer::create(const MoeConfig& c, std::int64_t t
   }
   Carver cv(std::uintptr_t(align_up(std::size_t(s->base))));
   s->carve(cv);
+  if (s->comm) {
+    void* host = nullptr;
+    RAGDOT_CU_RETURN_IF_ERROR(d->cuMemHostAlloc(&host, std::size_t(s->local_experts) * 4, 0),
+                              "cuMemHostAlloc (local group sizes)");
+    s->host_local_gs = static_cast<std::int32_t*>(host);
+  }
   RAGDOT_CU_RETURN_IF_ERROR(d->cuMemsetD32Async(dptr(s->b.one_group), unsigned(tokens), 1, nullptr),
                             "cuMemsetD32Async");
   RAGDOT_CU_RETURN_IF_ERROR(d->cuMemsetD32Async(dptr(s->b.ones), 0x3f800000u, std::size_t(s->m), nullptr),
@@ -372,6 +478,7 @@ Status DeviceMoeLayer::forward(const void* x, const DeviceMoeParams& params, voi
 
 Status DeviceMoeLayer::backward(const void* x, const DeviceMoeParams& params, const void* dy,
                                 const DeviceMoeGrads& grads, void* stream) {
+  if (s_->comm) return unsupported("device MoE backward: not with expert parallelism (forward only)");
   if (!s_->forwarded) return invalid_argument("device MoE backward: run forward first");
   if (!x || !dy || !grads.d_x) return invalid_argument("device MoE backward: x, dy and grads.d_x are required");
   RAGDOT_RETURN_IF_ERROR(check_params(s_->c, params));
@@ -505,6 +612,7 @@ std::int64_t DeviceMoeLayer::tokens() const { return s_->t; }
 std::size_t DeviceMoeLayer::device_bytes() const { return s_->bytes; }
 
 bool DeviceMoeLayer::graph_safe() const {
+  if (s_->comm) return false;  // the exchange's plan waits for the host
   return std::all_of(s_->plans.begin(), s_->plans.end(),
                      [](const Plan& p) { return p.graph_safe() && !p.needs_host_sync(); });
 }
@@ -512,6 +620,10 @@ bool DeviceMoeLayer::graph_safe() const {
 std::string DeviceMoeLayer::describe() const {
   std::string out;
   for (std::size_t i = 0; i < s_->plans.size(); ++i) out += layer_gemm_name(int(i)) + ": " + s_->plans[i].to_string() + "\n";
+  for (std::size_t i = 0; i < s_->ep_plans.size(); ++i) {
+    out += "expert-parallel " + layer_gemm_name(kRouted + (i % 2 ? kFfnDown : kFfnUp)) + " (" +
+           std::to_string(s_->ep_rows[i / 2]) + " rows): " + s_->ep_plans[i].to_string() + "\n";
+  }
   return out;
 }
 

@@ -22,6 +22,7 @@
 #include "backends/cuda/cuda_driver.hpp"
 #include "backends/cuda/device.hpp"
 #include "ep_scenario.hpp"
+#include "rank_gpu.hpp"
 #include "ragdot/ep_transport.hpp"
 #include "verify/ep_launch.hpp"
 
@@ -33,65 +34,6 @@ using ep::ExchangePlan;
 
 using namespace ep_scenario;  // NOLINT: the scenario is this file's vocabulary
 
-// Device memory and a stream on one GPU.
-class RankGpu {
- public:
-  explicit RankGpu(int ordinal) {
-    auto d = cuda::device(ordinal);
-    EXPECT_TRUE(d.ok()) << d.status().to_string();
-    if (!d.ok()) return;
-    dev_ = *d;
-    cuda::ScopedContext ctx(dev_->context);
-    EXPECT_EQ(cuda::driver()->cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
-  }
-  ~RankGpu() {
-    if (!dev_) return;
-    cuda::ScopedContext ctx(dev_->context);
-    for (CUdeviceptr p : allocs_) cuda::driver()->cuMemFree(p);
-    if (stream_) cuda::driver()->cuStreamDestroy(stream_);
-  }
-  RankGpu(const RankGpu&) = delete;
-  RankGpu& operator=(const RankGpu&) = delete;
-
-  void* stream() const { return stream_; }
-  void* alloc(std::size_t bytes, unsigned char fill = 0xa5) {
-    cuda::ScopedContext ctx(dev_->context);
-    CUdeviceptr p = 0;
-    EXPECT_EQ(cuda::driver()->cuMemAlloc(&p, std::max<std::size_t>(bytes, 4)), CUDA_SUCCESS);
-    allocs_.push_back(p);
-    EXPECT_EQ(cuda::driver()->cuMemsetD8Async(p, fill, std::max<std::size_t>(bytes, 4), stream_), CUDA_SUCCESS);
-    return reinterpret_cast<void*>(p);
-  }
-  template <class T>
-  void* upload(const std::vector<T>& v) {
-    void* p = alloc(v.size() * sizeof(T));
-    cuda::ScopedContext ctx(dev_->context);
-    EXPECT_EQ(cuda::driver()->cuMemcpyHtoDAsync(reinterpret_cast<CUdeviceptr>(p), v.data(), v.size() * sizeof(T),
-                                                stream_),
-              CUDA_SUCCESS);
-    sync();
-    return p;
-  }
-  template <class T>
-  std::vector<T> download(const void* p, std::size_t count) {
-    std::vector<T> v(count);
-    sync();
-    if (count == 0) return v;
-    cuda::ScopedContext ctx(dev_->context);
-    EXPECT_EQ(cuda::driver()->cuMemcpyDtoH(v.data(), reinterpret_cast<CUdeviceptr>(p), count * sizeof(T)),
-              CUDA_SUCCESS);
-    return v;
-  }
-  void sync() {
-    cuda::ScopedContext ctx(dev_->context);
-    EXPECT_EQ(cuda::driver()->cuStreamSynchronize(stream_), CUDA_SUCCESS);
-  }
-
- private:
-  const cuda::Device* dev_ = nullptr;
-  CUstream stream_ = nullptr;
-  std::vector<CUdeviceptr> allocs_;
-};
 
 // The whole exchange on one rank with an exact plan, then with a padded one.
 void check_exchange(Communicator& comm) {
@@ -148,21 +90,7 @@ void check_exchange(Communicator& comm) {
 }
 
 // A one-rank communicator on GPU 0, or a skip.
-Result<Communicator> one_rank() {
-  auto id = ep::new_unique_id();
-  if (!id.ok()) return id.status();
-  ep::Bootstrap b;
-  b.device = 0;
-  b.id = *id;
-  return Communicator::create(b);
-}
 
-#define REQUIRE_GPU_AND_NCCL()                                                                  \
-  do {                                                                                          \
-    std::string why_;                                                                           \
-    if (cuda::device_count(&why_) < 1) GTEST_SKIP() << "no GPU here: " << why_;                 \
-    if (auto v_ = ep::nccl_version(); !v_.ok()) GTEST_SKIP() << v_.status().message();          \
-  } while (0)
 
 TEST(EpNcclOneRank, DispatchAndCombineAreIdentity) {
   REQUIRE_GPU_AND_NCCL();
