@@ -15,6 +15,7 @@ namespace {
 constexpr int kMr = 12;
 constexpr int kNr = 32;
 constexpr int kPrefetchRows = 16;
+constexpr int kPrefetchK = 16;  // B k rows (pairs of them) ahead of the micro-kernel
 
 inline std::int64_t pad2(std::int64_t k) { return (k + 1) / 2 * 2; }
 
@@ -101,8 +102,10 @@ inline std::int32_t pair(const std::uint16_t* p) {
   return v;
 }
 
+// No call inside the k loop: around one, the compiler would keep the 24 accumulators in memory
+// (the next panel's packing runs between blocks instead, see compute).
 void block_12x32(const std::uint16_t* a, std::int64_t rs, const std::uint16_t* b, std::int64_t kp, float* c,
-                 std::int64_t ldc, bool accumulate, Pacer<pack_rows>& pacer) {
+                 std::int64_t ldc, bool accumulate) {
   __m512 acc[kMr][2];
   for (int r = 0; r < kMr; ++r) {
     acc[r][0] = accumulate ? _mm512_loadu_ps(c + r * ldc) : _mm512_setzero_ps();
@@ -111,13 +114,14 @@ void block_12x32(const std::uint16_t* a, std::int64_t rs, const std::uint16_t* b
   for (std::int64_t kk = 0; kk < kp; kk += 2) {
     const __m512i b0 = _mm512_loadu_si512(b + kk * kNr);
     const __m512i b1 = _mm512_loadu_si512(b + kk * kNr + 32);
+    _mm_prefetch(reinterpret_cast<const char*>(b + (kk + kPrefetchK) * kNr), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(b + (kk + kPrefetchK) * kNr + 32), _MM_HINT_T0);
 #pragma GCC unroll 12
     for (int r = 0; r < kMr; ++r) {
       const __m512i x = _mm512_set1_epi32(pair(a + r * rs + kk));
       acc[r][0] = dp(acc[r][0], x, b0);
       acc[r][1] = dp(acc[r][1], x, b1);
     }
-    if ((kk & 15) == 14) pacer.step();
   }
   for (int r = 0; r < kMr; ++r) {
     _mm512_storeu_ps(c + r * ldc, acc[r][0]);
@@ -130,8 +134,12 @@ void compute(const void* a, std::int64_t rs, std::int64_t, const void* panel, st
   const std::int64_t kp = pad2(k);
   const std::uint16_t* A = static_cast<const std::uint16_t*>(a);
   const std::uint16_t* P = static_cast<const std::uint16_t*>(panel);
-  Pacer<pack_rows> pacer(job, (nb / kNr) * (kp / 16), 2);
-  for (std::int64_t j0 = 0; j0 < nb; j0 += kNr) block_12x32(A, rs, P + j0 * kp, kp, c + j0, nb, accumulate, pacer);
+  // the next panel's packing is spread over the gaps between blocks
+  Pacer<pack_rows> pacer(job, nb / kNr, 2);
+  for (std::int64_t j0 = 0; j0 < nb; j0 += kNr) {
+    block_12x32(A, rs, P + j0 * kp, kp, c + j0, nb, accumulate);
+    pacer.step();
+  }
 }
 
 }  // namespace
