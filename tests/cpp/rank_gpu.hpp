@@ -5,13 +5,18 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdlib>
+#include <fstream>
 #include <string>
 #include <vector>
 
 #include "backends/cuda/cuda_driver.hpp"
 #include "backends/cuda/device.hpp"
 #include "ragdot/ep_transport.hpp"
+#include "verify/ep_launch.hpp"
 
 namespace ragdot {
 
@@ -91,5 +96,43 @@ inline Result<ep::Communicator> one_rank(int device = 0) {
     if (cuda::device_count(&why_) < 1) GTEST_SKIP() << "no GPU here: " << why_;                 \
     if (auto v_ = ep::nccl_version(); !v_.ok()) GTEST_SKIP() << v_.status().message();          \
   } while (0)
+
+// The multi-process side of a test: how many ranks to start (RAGDOT_EP_RANKS, else every GPU
+// when there are two or more, else 0: skip).
+inline int ranks_to_launch() {
+  const int gpus = cuda::device_count();
+  int ranks = gpus >= 2 ? gpus : 0;
+  if (const char* n = std::getenv("RAGDOT_EP_RANKS")) ranks = std::atoi(n);
+  return ranks;
+}
+
+// Runs this program once per rank with `--gtest_filter=rank_test` (a test that skips unless
+// RAGDOT_EP_TEST_MARKERS is set, and writes <markers>/rank<r> when it passed) and expects every
+// rank to exit 0 and leave its marker.
+inline void expect_every_rank_passes(const std::string& rank_test, int ranks, double timeout_s) {
+  const int gpus = cuda::device_count();
+  ASSERT_LE(ranks, gpus) << "NCCL takes one rank per GPU";
+  const std::string dir = ::testing::TempDir() + "ragdot_ep_" + std::to_string(::getpid());
+  ASSERT_EQ(std::system(("rm -rf '" + dir + "' && mkdir -p '" + dir + "'").c_str()), 0);
+  verify::RankLaunch launch;
+  launch.argv = {"/proc/self/exe", "--gtest_filter=" + rank_test};
+  launch.world_size = ranks;
+  launch.gpus = gpus;
+  launch.id_file = dir + "/nccl_id";
+  launch.env = {{"RAGDOT_EP_TEST_MARKERS", dir}};
+  launch.timeout_s = timeout_s;
+  auto status = verify::run_ranks(launch);
+  ASSERT_TRUE(status.ok()) << status.status().to_string();
+  for (int r = 0; r < ranks; ++r) {
+    EXPECT_EQ((*status)[std::size_t(r)], 0) << "rank " << r << " failed (124: timed out)";
+    EXPECT_TRUE(std::ifstream(dir + "/rank" + std::to_string(r)).good()) << "rank " << r << " did not finish";
+  }
+  std::system(("rm -rf '" + dir + "'").c_str());
+}
+
+// A rank started by expect_every_rank_passes leaves its marker when it has passed.
+inline void mark_rank_passed(const char* marker_dir, int rank) {
+  if (!::testing::Test::HasFailure()) std::ofstream(std::string(marker_dir) + "/rank" + std::to_string(rank)) << "ok\n";
+}
 
 }  // namespace ragdot

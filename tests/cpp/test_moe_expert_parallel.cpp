@@ -151,34 +151,14 @@ TEST(EpLayerRank, MatchesTheOneGpuLayer) {
     // rows a rank may receive) can differ from the one-GPU layer's
     EXPECT_LT(relative_error(y.ep, y.one_gpu), 2e-3) << preset << " on rank " << comm->rank();
   }
-  if (!::testing::Test::HasFailure()) {
-    std::ofstream(std::string(marker_dir) + "/rank" + std::to_string(comm->rank())) << "ok\n";
-  }
+  mark_rank_passed(marker_dir, comm->rank());
 }
 
 TEST(EpLayerRanks, MatchTheOneGpuLayer) {
   REQUIRE_GPU_AND_NCCL();
-  const int gpus = cuda::device_count();
-  int ranks = gpus >= 2 ? gpus : 0;
-  if (const char* n = std::getenv("RAGDOT_EP_RANKS")) ranks = std::atoi(n);
+  const int ranks = ranks_to_launch();
   if (ranks < 1) GTEST_SKIP() << "one GPU: set RAGDOT_EP_RANKS=1 to run the launcher with one rank";
-  ASSERT_LE(ranks, gpus) << "NCCL takes one rank per GPU";
-  const std::string dir = ::testing::TempDir() + "ragdot_ep_layer_" + std::to_string(::getpid());
-  ASSERT_EQ(std::system(("rm -rf '" + dir + "' && mkdir -p '" + dir + "'").c_str()), 0);
-  verify::RankLaunch launch;
-  launch.argv = {"/proc/self/exe", "--gtest_filter=EpLayerRank.MatchesTheOneGpuLayer"};
-  launch.world_size = ranks;
-  launch.gpus = gpus;
-  launch.id_file = dir + "/nccl_id";
-  launch.env = {{"RAGDOT_EP_TEST_MARKERS", dir}};
-  launch.timeout_s = 300;
-  auto status = verify::run_ranks(launch);
-  ASSERT_TRUE(status.ok()) << status.status().to_string();
-  for (int r = 0; r < ranks; ++r) {
-    EXPECT_EQ((*status)[std::size_t(r)], 0) << "rank " << r << " failed (124: timed out)";
-    EXPECT_TRUE(std::ifstream(dir + "/rank" + std::to_string(r)).good()) << "rank " << r << " did not finish";
-  }
-  std::system(("rm -rf '" + dir + "'").c_str());
+  expect_every_rank_passes("EpLayerRank.MatchesTheOneGpuLayer", ranks, 300);
 }
 
 }  // namespace
