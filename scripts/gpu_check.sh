@@ -25,10 +25,6 @@ while [ $# -gt 0 ]; do
     --python) run_python=1 ;;
   esac
 done
-export PATH=/usr/local/cuda/bin:$PATH
-export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
-export RAGDOT_CACHE_DIR=${RAGDOT_CACHE_DIR:-/tmp/ragdot-cache}
-export PYTHONUNBUFFERED=1
 say "date $(date -u '+%F %T') commit $(cat .devbin/commit 2>/dev/null | tr '\n' ' ')"
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader >> "$LOG" 2>&1
 

@@ -34,10 +34,6 @@ for a in "$@"; do
     *) say "unknown option $a"; exit 2 ;;
   esac
 done
-export PATH=/usr/local/cuda/bin:$PATH
-export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
-export RAGDOT_CACHE_DIR=${RAGDOT_CACHE_DIR:-/tmp/ragdot-cache}
-export PYTHONUNBUFFERED=1
 PY=${RAGDOT_PYTHON:-python3}
 start=$(date +%s)
 elapsed() { echo "$(( $(date +%s) - start ))s"; }

@@ -20,8 +20,6 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
-export PATH=/usr/local/cuda/bin:$PATH
-export RAGDOT_CACHE_DIR=${RAGDOT_CACHE_DIR:-/tmp/ragdot-cache}
 BIN=.devbin
 say "date $(date -u '+%F %T') commit $(cat $BIN/commit 2>/dev/null | tr '\n' ' ')"
 

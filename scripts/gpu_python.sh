@@ -17,9 +17,6 @@ for a in "$@"; do
     --no-bench) bench=0 ;;
   esac
 done
-export PATH=/usr/local/cuda/bin:$PATH
-export RAGDOT_CACHE_DIR=${RAGDOT_CACHE_DIR:-/tmp/ragdot-cache}
-export PYTHONUNBUFFERED=1
 PY=${RAGDOT_PYTHON:-python3}
 BUILD=${RAGDOT_PY_BUILD_DIR:-/tmp/ragdot-python-build}
 

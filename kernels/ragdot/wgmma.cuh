@@ -108,12 +108,12 @@ __device__ __forceinline__ u64 smem_desc(u32 addr, u32 leading_bytes, u32 stride
 
 // The tile indices in flight from the producer to the consumers (-1 ends the stream), with a
 // full/empty mbarrier pair per slot. One per CTA, at a fixed shared-memory address.
-template <int kSlots>
+constexpr int kTileSlots = 4;  // tile indices the producer may hand out ahead of the consumers
 struct TileRing {
-  int slot[kSlots];
-  u64 full[kSlots], empty[kSlots];
+  int slot[kTileSlots];
+  u64 full[kTileSlots], empty[kTileSlots];
 };
-__shared__ __align__(8) TileRing<4> tile_ring;
+__shared__ __align__(8) TileRing tile_ring;
 
 template <class V, class Mma>
 struct Kernel {
@@ -122,7 +122,6 @@ struct Kernel {
   static constexpr int kATileBytes = kBM * kBK * 2, kBTileBytes = kBN * kBK * 2;
   static constexpr int kStageBytes = kATileBytes + kBTileBytes;
   static constexpr int kAcc = kBN / 2;  // f32 accumulators per consumer thread (64 x kBN / 128)
-  static constexpr int kTileSlots = 4;  // tile indices the producer may hand out ahead of the consumers (tile_ring)
   static_assert(kBN % 64 == 0 && kBN <= 256, "tile n");
   static_assert(V::kMode == 1 || (V::kMode == 2 && !V::kBKMajor), "mode 2 reads both operands MN-major");
   typedef Scheduler<V::kMode, kBM, kBN, kThreads> Sched;
@@ -164,7 +163,7 @@ struct Kernel {
 
   // Producer side: the n-th tile this CTA runs.
   static __device__ __forceinline__ i64 next_tile(const RagdotKernelParams& p, const Sched& sched, u32 n) {
-    TileRing<kTileSlots>& r = tile_ring;
+    TileRing& r = tile_ring;
     const i64 t = atomicAdd(p.tile_counter, 1);  // the host always gives this family a counter
     const u32 s = n % kTileSlots, phase = (n / kTileSlots) & 1;
     mbar_wait(smem_address(&r.empty[s]), phase ^ 1);
@@ -174,7 +173,7 @@ struct Kernel {
   }
   // Consumer side: the n-th tile, or -1 at the end.
   static __device__ __forceinline__ int take_tile(u32 n) {
-    TileRing<kTileSlots>& r = tile_ring;
+    TileRing& r = tile_ring;
     const u32 s = n % kTileSlots, phase = (n / kTileSlots) & 1;
     mbar_wait(smem_address(&r.full[s]), phase);
     const int t = *(volatile int*)&r.slot[s];
