@@ -6,8 +6,14 @@
 // fixed slots). Each rank prints one line: the bytes it sent and received, median milliseconds
 // per phase and the tokens per second of the whole exchange over all ranks.
 //
+// --layer times the whole expert-parallel MoE layer forward instead (DeviceMoeOptions::
+// expert_parallel: router, sort, counts, dispatch, the rank's experts, combine back, combine),
+// each rank holding E / W experts of the full-size preset and routing its own tokens; the tokens
+// per second are those of all ranks together. With one rank it also times the one-GPU layer
+// (every expert, no exchange) on the same tokens: the 1-GPU baseline of the scaling.
+//
 //   ep_bench [--ranks 1,2,4,8] [--preset deepseek-v3] [--tokens-per-rank 4096] [--skew 1.2] [--reps 20]
-//            [--capacity-factor 1.0]
+//            [--capacity-factor 1.0] [--layer]
 //
 // With no --ranks: 1, 2, 4, ... up to the GPUs present, each count started as one process per GPU
 // (NCCL_NVLS_ENABLE=0 in every rank). A process started with RAGDOT_EP_RANK and the rest of the
@@ -16,6 +22,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -25,6 +32,7 @@
 #include "backends/cuda/cuda_driver.hpp"
 #include "backends/cuda/device.hpp"
 #include "ragdot/ep_transport.hpp"
+#include "ragdot/moe_device.hpp"
 #include "verify/ep_launch.hpp"
 
 namespace {
@@ -38,6 +46,7 @@ struct Options {
   double skew = 0.0;
   double capacity_factor = 1.0;  // padded slots: this times a rank's rows / ranks
   int reps = 20;
+  bool layer = false;  // time the expert-parallel layer forward instead of the bare exchange
 };
 
 struct Shape {
@@ -86,24 +95,59 @@ double median(std::vector<double> v) {
   return v.empty() ? 0 : v[v.size() / 2];
 }
 
+// The rank's GPU for the scope: its context current and a stream on it.
+struct RankStream {
+  explicit RankStream(int ordinal) {
+    auto dev = cuda::device(ordinal);
+    status = dev.status();
+    if (!status.is_ok()) return;
+    ctx.emplace((*dev)->context);
+    status = cuda::cu_status(cuda::driver()->cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+  }
+  ~RankStream() {
+    if (stream) cuda::driver()->cuStreamDestroy(stream);
+  }
+  std::optional<cuda::ScopedContext> ctx;
+  CUstream stream = nullptr;
+  ragdot::Status status;
+};
+
+// This process's rank of the communicator its environment describes; the experts must split
+// evenly over the ranks.
+Result<ep::Communicator> join(std::int64_t experts) {
+  RAGDOT_ASSIGN_OR_RETURN(ep::Bootstrap b, ep::bootstrap_from_env());
+  RAGDOT_ASSIGN_OR_RETURN(ep::Communicator comm, ep::Communicator::create(b));
+  if (experts % comm.world_size()) {
+    return invalid_argument(std::to_string(experts) + " experts do not split over " +
+                            std::to_string(comm.world_size()) + " ranks");
+  }
+  return comm;
+}
+
+// This process's rank: its communicator, and its GPU with a stream.
+struct Rank {
+  explicit Rank(std::int64_t experts) {
+    auto joined = join(experts);
+    status = joined.status();
+    if (!status.is_ok()) return;
+    comm.emplace(std::move(*joined));
+    gpu.emplace(comm->device());
+    status = gpu->status;
+  }
+  std::optional<ep::Communicator> comm;
+  std::optional<RankStream> gpu;
+  ragdot::Status status;
+};
+
 int run_rank(const Options& o) {
   Shape s{};
   shape_of(o.preset, s);
-  auto b = ep::bootstrap_from_env();
-  CHECK_OK(b.status());
-  auto comm = ep::Communicator::create(*b);
-  CHECK_OK(comm.status());
+  Rank rank(s.experts);
+  CHECK_OK(rank.status);
+  ep::Communicator* comm = &*rank.comm;
   const int world = comm->world_size(), me = comm->rank();
-  if (s.experts % world) {
-    std::fprintf(stderr, "ep_bench: %ld experts do not split over %d ranks\n", s.experts, world);
-    return 2;
-  }
-  auto dev = cuda::device(comm->device());
-  CHECK_OK(dev.status());
   const auto* d = cuda::driver();
-  cuda::ScopedContext ctx((*dev)->context);
-  CUstream stream = nullptr;
-  CHECK_CU(d->cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+  CUstream stream = rank.gpu->stream;
 
   const std::vector<std::int32_t> counts = route(o.tokens_per_rank, s, o.skew, me);
   const long pairs = o.tokens_per_rank * s.top_k;
@@ -188,14 +232,97 @@ int run_rank(const Options& o) {
   std::fflush(stdout);
   for (auto& e : ev) d->cuEventDestroy(e);
   for (CUdeviceptr p : {counts_d, recv_counts_d, send, recv, back}) d->cuMemFree(p);
-  d->cuStreamDestroy(stream);
+  return 0;
+}
+
+// The expert-parallel layer forward on this rank: the preset at full size, E / W experts here.
+int run_layer_rank(const Options& o) {
+  auto config = moe::preset_config(o.preset);
+  CHECK_OK(config.status());
+  const moe::MoeConfig& c = *config;
+  Rank rank(c.experts);
+  CHECK_OK(rank.status);
+  ep::Communicator* comm = &*rank.comm;
+  const int world = comm->world_size(), me = comm->rank();
+  const auto* d = cuda::driver();
+  CUstream stream = rank.gpu->stream;
+  std::vector<CUdeviceptr> allocs;
+  const int device = comm->device();
+  auto filled = [&](std::int64_t count, DType dt, std::uint32_t seed, float scale) -> void* {
+    CUdeviceptr p = 0;
+    if (d->cuMemAlloc(&p, std::size_t(std::max<std::int64_t>(count, 1)) * dtype_size(dt)) != CUDA_SUCCESS) return nullptr;
+    allocs.push_back(p);
+    if (!moe::fill_device_uniform(device, reinterpret_cast<void*>(p), dt, count, seed, scale, stream).is_ok()) {
+      return nullptr;
+    }
+    return reinterpret_cast<void*>(p);
+  };
+  const std::int64_t h = c.hidden, f = c.ffn, t = o.tokens_per_rank, s = c.shared_experts;
+  // every rank holds the same model (same seeds); the one-GPU baseline needs every expert
+  const std::int64_t held = world == 1 ? c.experts : c.experts / world;
+  moe::DeviceMoeParams params;
+  params.router = filled(h * c.experts, DType::kBF16, 1, 1.0f / std::sqrt(float(h)));
+  params.router_bias = static_cast<const float*>(filled(c.experts, DType::kF32, 2, 0.1f));
+  params.w_up = filled(held * h * 2 * f, DType::kBF16, 3, 1.0f / std::sqrt(float(h)));
+  params.w_down = filled(held * f * h, DType::kBF16, 4, 1.0f / std::sqrt(float(f)));
+  if (s > 0) {
+    params.shared_up = filled(s * h * 2 * f, DType::kBF16, 5, 1.0f / std::sqrt(float(h)));
+    params.shared_down = filled(s * f * h, DType::kBF16, 6, 1.0f / std::sqrt(float(f)));
+  }
+  const void* x = filled(t * h, DType::kBF16, 100 + std::uint32_t(me), 1.0f);
+  void* y = filled(t * h, DType::kBF16, 7, 1.0f);
+  if (!params.router || !params.w_up || !params.w_down || !x || !y) {
+    std::fprintf(stderr, "ep_bench rank %d: out of device memory for %s\n", me, o.preset.c_str());
+    return 1;
+  }
+  CUevent ev[2];
+  for (auto& e : ev) CHECK_CU(d->cuEventCreate(&e, CU_EVENT_DEFAULT));
+  // median milliseconds of one forward of `layer` (which waits for the host once per call with EP)
+  auto time_forward = [&](moe::DeviceMoeLayer& layer, double& ms_out) -> ragdot::Status {
+    std::vector<double> ms;
+    for (int it = 0; it < o.reps + 3; ++it) {
+      RAGDOT_CU_RETURN_IF_ERROR(d->cuEventRecord(ev[0], stream), "cuEventRecord");
+      RAGDOT_RETURN_IF_ERROR(layer.forward(x, params, y, stream));
+      RAGDOT_CU_RETURN_IF_ERROR(d->cuEventRecord(ev[1], stream), "cuEventRecord");
+      RAGDOT_CU_RETURN_IF_ERROR(d->cuEventSynchronize(ev[1]), "cuEventSynchronize");
+      float one = 0;
+      RAGDOT_CU_RETURN_IF_ERROR(d->cuEventElapsedTime(&one, ev[0], ev[1]), "cuEventElapsedTime");
+      if (it >= 3) ms.push_back(one);
+    }
+    ms_out = median(ms);
+    return ragdot::Status::ok();
+  };
+  moe::DeviceMoeOptions options;
+  options.device = device;
+  double one_gpu_ms = 0, ep_ms = 0;
+  if (world == 1) {
+    auto plain = moe::DeviceMoeLayer::create(c, t, options);
+    CHECK_OK(plain.status());
+    CHECK_OK(time_forward(*plain, one_gpu_ms));
+  }
+  options.expert_parallel = comm;
+  auto layer = moe::DeviceMoeLayer::create(c, t, options);
+  CHECK_OK(layer.status());
+  CHECK_OK(time_forward(*layer, ep_ms));
+  const double tokens = double(t) * world;
+  std::printf("layer %s ranks=%d rank=%d tokens/rank=%lld experts/rank=%lld | forward %.3f ms, %.0f tok/s over all "
+              "ranks",
+              o.preset.c_str(), world, me, static_cast<long long>(t), static_cast<long long>(c.experts / world), ep_ms,
+              tokens / (ep_ms * 1e-3));
+  if (world == 1) {
+    std::printf(" | one-GPU layer (no exchange) %.3f ms, %.0f tok/s", one_gpu_ms, tokens / (one_gpu_ms * 1e-3));
+  }
+  std::printf("\n");
+  std::fflush(stdout);
+  for (auto& e : ev) d->cuEventDestroy(e);
+  for (CUdeviceptr p : allocs) d->cuMemFree(p);
   return 0;
 }
 
 int usage() {
   std::fprintf(stderr,
                "usage: ep_bench [--ranks 1,2,4,8] [--preset mixtral-8x7b|deepseek-v3|llama4-scout|qwen3-30b-a3b] "
-               "[--tokens-per-rank N] [--skew S] [--reps N] [--capacity-factor F]\n");
+               "[--tokens-per-rank N] [--skew S] [--reps N] [--capacity-factor F] [--layer]\n");
   return 2;
 }
 
@@ -212,6 +339,7 @@ int main(int argc, char** argv) {
     else if (a == "--skew" && has) o.skew = std::atof(args[++i].c_str());
     else if (a == "--reps" && has) o.reps = std::max(1, std::atoi(args[++i].c_str()));
     else if (a == "--capacity-factor" && has) o.capacity_factor = std::atof(args[++i].c_str());
+    else if (a == "--layer") o.layer = true;
     else if (a == "--ranks" && has) {
       const std::string list = args[++i];
       for (std::size_t at = 0;;) {
@@ -224,7 +352,7 @@ int main(int argc, char** argv) {
   }
   Shape s{};
   if (!shape_of(o.preset, s) || o.tokens_per_rank < 1) return usage();
-  if (std::getenv("RAGDOT_EP_RANK")) return run_rank(o);  // a rank started below
+  if (std::getenv("RAGDOT_EP_RANK")) return o.layer ? run_layer_rank(o) : run_rank(o);  // a rank started below
 
   std::string why;
   const int gpus = cuda::device_count(&why);

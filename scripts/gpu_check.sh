@@ -47,7 +47,9 @@ if [ $run_tests = 1 ]; then
   say "GPU tests"
   # one process per test, each with its own time limit, so that a hang names its test
   : > "$OUT/gpu_tests.txt"
-  # the expert-parallel tests run one rank here (several with RAGDOT_EP_RANKS=N or on a multi-GPU machine)
+  # the expert-parallel tests run one rank in this process, and their one-process-per-GPU launcher
+  # with RAGDOT_EP_RANKS ranks (default 1 here; every GPU on a multi-GPU machine when it is unset there)
+  [ "$(nvidia-smi -L 2>/dev/null | wc -l)" -le 1 ] && export RAGDOT_EP_RANKS=${RAGDOT_EP_RANKS:-1}
   for prog in test_cuda_backend test_cublas_backend test_moe_device test_ep_nccl test_moe_expert_parallel; do
     for t in $("$BIN/$prog" --gtest_list_tests | awk '/^[^ ]/{suite=$1} /^  /{print suite $1}'); do
       if [[ $t =~ $skip ]]; then echo "$t skipped (--skip)" | tee -a "$LOG" >> "$OUT/gpu_tests.txt"; continue; fi

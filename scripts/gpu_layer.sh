@@ -13,6 +13,7 @@
 #   layer_<preset>_<T>.json  ragdot layer's JSON per case
 #   peers_torch.json, peers_jax.json
 #   layer_results.json, layer_table.md   the merged report
+#   ep_layer.txt             the expert-parallel layer forward on 1, 2, 4, ... GPUs (bench/ep_bench --layer)
 #
 #   OUT=/some/dir scripts/gpu_layer.sh [--quick] [--no-tests] [--no-peers] [--no-jax] [--sanitizer]
 #
@@ -92,6 +93,16 @@ for c in $cases; do
   echo "ragdot layer $preset $tokens exit $? ($(elapsed))" | tee -a "$LOG" >> "$OUT/layer_runs.txt"
   layer_args+=(--layer "$f")
 done
+
+# expert parallelism: the whole layer forward with E / W experts per GPU, tokens/s from 1 to all GPUs
+if [ -x "$BIN/ep_bench" ]; then
+  say "expert-parallel layer forward (ep_bench --layer)"
+  : > "$OUT/ep_layer.txt"
+  for preset in deepseek-v3 qwen3-30b-a3b; do
+    timeout 300 "$BIN/ep_bench" --layer --preset $preset --tokens-per-rank 4096 --reps $reps >> "$OUT/ep_layer.txt" 2>&1
+    echo "ep_bench --layer $preset exit $? ($(elapsed))" | tee -a "$LOG" >> "$OUT/ep_layer.txt"
+  done
+fi
 
 peer_args=()
 if [ $peers = 1 ]; then

@@ -66,6 +66,13 @@ struct DeviceMoeOptions {
   // model size asks for E times the routed activations).
   std::optional<std::int64_t> max_group_rows;
   PlanningEffort effort = PlanningEffort::kHeuristic;
+  // The routed up projection reads its rows straight from x through the sort's token index
+  // (PlanOptions::lhs_gather_rows) instead of after a gather kernel, where the cuda backend can
+  // (Hopper, not Llama-4's scaled rows, not with expert parallelism): no [T k, H] copy of the
+  // rows in forward (backward still makes it, for the weight gradient). Off by default: on an
+  // H200 the gathering kernel's cp.async loads cost the up projection more than the gather kernel
+  // takes (bench/RESULTS.md), except on narrow projections such as qwen3-30b-a3b's.
+  bool gather_in_up_gemm = false;
   // Expert parallelism (ragdot/ep_transport.hpp): this process's rank of a communicator whose GPU
   // is `device`, one process per GPU. The routed experts are split evenly over the ranks, rank r
   // holding experts [r E / W, (r + 1) E / W) of W ranks: DeviceMoeParams::w_up and w_down then hold

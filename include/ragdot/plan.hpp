@@ -45,6 +45,12 @@ struct PlanOptions {
   // Set: capacity = ceil(factor * rows / groups); rows beyond it are dropped (their output is 0).
   std::optional<double> padded_capacity_factor;
   std::optional<std::int64_t> padded_max_group_rows;
+  // Gathered lhs rows (mode 1, lhs [M, K] with no batch dims): execute's lhs is then a table of
+  // this many rows [R, K], and ExecuteArgs::lhs_rows an int32[M] index: row i of the op's lhs is
+  // table row lhs_rows[i]; an index outside [0, R) reads a row of zeros. An MoE layer passes its
+  // tokens and their sorted order here instead of copying every routed row first. Backends that
+  // cannot gather do not take such plans (the cuda backend gathers on Hopper, cpu_ref anywhere).
+  std::optional<std::int64_t> lhs_gather_rows;
 };
 
 // Filled by execute when the caller asks for it (host-side backends fill it completely).
@@ -62,6 +68,7 @@ struct ExecuteArgs {
   ConstBuffer rhs;
   ConstBuffer group_sizes;
   ConstBuffer group_offset;  // int32[1]; only when the op has a GroupOffset
+  ConstBuffer lhs_rows;      // int32[M]; only when planned with PlanOptions::lhs_gather_rows
   MutableBuffer out;
   MutableBuffer workspace;   // at least Plan::workspace_bytes(); may be empty when that is 0
   void* stream = nullptr;    // CUstream for device backends; ignored by host backends

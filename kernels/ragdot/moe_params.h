@@ -18,6 +18,8 @@ typedef struct RagdotMoeSortParams {
   int* group_sizes;        /* [num_experts] rows per expert (the ragged dots' group sizes) */
   int* row_of;             /* [pairs] sorted row of each pair */
   int* pair_of;            /* [pairs] pair of each sorted row */
+  int* token_of;           /* [pairs] token of each sorted row (pair / top_k), or null */
+  int top_k;               /* pairs per token, for token_of */
   int* bad_experts;        /* count of pairs whose expert is out of range (they are given no row) */
 } RagdotMoeSortParams;
 

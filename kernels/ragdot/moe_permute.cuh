@@ -13,7 +13,9 @@
 //                       + sum_j weights[t, j] * rows[row_of[t, j]], in f32, in slot order
 //
 // Pairs whose expert is out of range get no row (row_of = -1) and are counted in bad_experts;
-// rows past the valid ones (pair_of = -1, set by the caller) are gathered as zeros.
+// rows past the valid ones (pair_of = -1, set by the caller) are gathered as zeros. The scatter
+// can also write each sorted row's token (token_of, -1 past the valid rows): the index through
+// which an expert GEMM reads its rows straight from the tokens (PlanOptions::lhs_gather_rows).
 #pragma once
 
 #include "ragdot/common.cuh"
@@ -113,7 +115,10 @@ extern "C" __global__ void __launch_bounds__(32) ragdot_moe_scatter(const Ragdot
     if (in) {
       const int row = e >= 0 ? base + __popc(same & lower) : -1;
       p.row_of[pair] = row;
-      if (row >= 0) p.pair_of[row] = (int)pair;
+      if (row >= 0) {
+        p.pair_of[row] = (int)pair;
+        if (p.token_of) p.token_of[row] = (int)(pair / p.top_k);
+      }
     }
     __syncwarp();
   }

@@ -12,6 +12,8 @@ struct RagdotKernelParams {
   const int* group_offset;   // int32[1] on the device, or null
   void* out;
   int* tile_counter;         // wgmma family: a zeroed int32 on the device, from which CTAs take tiles in order
+  const int* lhs_rows;       // gathered lhs: int32[m], row i of A is lhs row lhs_rows[i] (else null)
+  long long lhs_table_rows;  // gathered lhs: rows of the table lhs points at (other indices read zeros)
 
   // element strides of the per-group GEMM (see GroupGemmProblem)
   long long lhs_m, lhs_k;

@@ -13,11 +13,17 @@
 // A group's k range starts anywhere, so a k tile can run past the group's end into the next
 // group's rows: the consumers zero those rows in shared memory before multiplying.
 //
+// Gathered A (kGatherA, mode 1): row i of A is lhs row lhs_rows[i], so A cannot come from a 2-D
+// TMA box. The whole producer warpgroup loads it instead, eight lanes per row, with 16-byte
+// cp.async copies written at their 128B-swizzled places (the layout TMA would have produced), and
+// each thread's copies arrive on the stage's full barrier when they land; B stays a TMA load.
+// Rows past the tile's group, past m or with an index outside the table are zero-filled.
+//
 // Shared memory: [scheduler table][pad to 1024][stage 0: A | B][stage 1] ... . Every tile is
 // stored 128B-swizzled as TMA writes it and wgmma reads it; 1024-byte alignment keeps the swizzle
 // pattern anchored.
 //
-// The generated prelude defines `struct V` with kMode, kBN, kStages, kBKMajor, typedef In, typedef Out,
+// The generated prelude defines `struct V` with kMode, kBN, kStages, kBKMajor, kGatherA, typedef In, typedef Out,
 // and `struct Mma` with `run(float (&d)[kBN / 2], u64 desc_a, u64 desc_b, int accumulate)`: the
 // one wgmma instruction of the variant (m64 x kBN x k16), written out by the generator.
 #pragma once
@@ -70,6 +76,15 @@ __device__ __forceinline__ void tma_load_3d(u32 dst, const TensorMap* map, u32 b
 }
 // Orders this thread's generic-proxy shared-memory writes before later async-proxy reads (wgmma).
 __device__ __forceinline__ void fence_async_shared() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+// 16 bytes global -> shared, asynchronously; `bytes` of them read (0..16), the rest zero-filled.
+__device__ __forceinline__ void cp_async_16(u32 dst, const void* src, u32 bytes) {
+  asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(bytes) : "memory");
+}
+// One arrival on `bar` once this thread's earlier cp.async copies have landed (counted in the
+// barrier's expected arrivals: noinc).
+__device__ __forceinline__ void cp_async_arrive(u32 bar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
+}
 // Barrier 1 over the two consumer warpgroups (barrier 0 is __syncthreads).
 __device__ __forceinline__ void consumers_sync() { asm volatile("bar.sync 1, 256;\n" ::: "memory"); }
 
@@ -127,6 +142,9 @@ struct Kernel {
   typedef Scheduler<V::kMode, kBM, kBN, kThreads> Sched;
   typedef typename Storage<typename V::Out>::type O;
 
+  // Gathered A: the producer warpgroup's 128 threads each take every tile from the ring too.
+  static constexpr int kTileReaders = V::kGatherA ? 256 + 128 : 256;
+
   static __device__ __forceinline__ void run(const RagdotKernelParams& p, const TensorMap* map_a,
                                              const TensorMap* map_b, unsigned char* smem) {
     __shared__ i64 scan_scratch[33];
@@ -139,22 +157,24 @@ struct Kernel {
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     if (threadIdx.x == 0) {
       for (int s = 0; s < kStages; ++s) {
-        mbar_init(smem_address(&full_bar[s]), 1);
+        // the producer's expect_tx, plus with gathered A one cp.async arrival per producer thread
+        mbar_init(smem_address(&full_bar[s]), V::kGatherA ? 1 + 128 : 1);
         mbar_init(smem_address(&empty_bar[s]), 2);  // one arrival per consumer warpgroup
       }
       for (int s = 0; s < kTileSlots; ++s) {
         mbar_init(smem_address(&tile_ring.full[s]), 1);
-        mbar_init(smem_address(&tile_ring.empty[s]), 256);  // every consumer thread, once it has read the slot
+        mbar_init(smem_address(&tile_ring.empty[s]), kTileReaders);  // every reader, once it has read the slot
       }
       asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-      prefetch_map(map_a);
+      if (!V::kGatherA) prefetch_map(map_a);
       prefetch_map(map_b);
     }
     __syncthreads();
 
     if (warp < 4) {
       regs_dealloc<56>();  // 128 x 56 + 256 x 224 = the 384 x 168 registers the CTA was given
-      if (warp == 0 && lane == 0) produce(p, sched, map_a, map_b, ring, full_bar, empty_bar);
+      if (V::kGatherA) produce_gathered(p, sched, map_b, ring, full_bar, empty_bar);
+      else if (warp == 0 && lane == 0) produce(p, sched, map_a, map_b, ring, full_bar, empty_bar);
     } else {
       regs_alloc<224>();
       consume(p, sched, ring, full_bar, empty_bar, (threadIdx.x - 128) >> 7);
@@ -231,6 +251,67 @@ struct Kernel {
 #pragma unroll 1  // unrolled, the four boxes' addresses would outgrow the producer's 56 registers
           for (int j = 0; j < kBN / 64; ++j) tma_load_3d(b_dst + j * (kBK * 128), map_b, full, n0 + j * 64, k0, group);
         }
+      }
+    }
+  }
+
+  // Gathered A: the producer warpgroup's 128 threads load a stage's 128 rows x 128 bytes as 16-byte
+  // pieces, eight lanes per row so that one warp instruction reads four whole 128-byte lines:
+  // thread i takes piece c = i % 8 of rows i / 8 + 16 j (j < 8). Piece c of row r lands at piece
+  // c ^ (r % 8) of the row (the 128-byte swizzle), and r % 8 is the same for all of a thread's
+  // rows. Thread 0 also takes the tiles from the counter and issues B's TMA loads, as produce() does.
+  static __device__ __forceinline__ void produce_gathered(const RagdotKernelParams& p, const Sched& sched,
+                                                          const TensorMap* map_b, u32 ring, const u64* full_bars,
+                                                          const u64* empty_bars) {
+    constexpr int kRowsPerThread = kBM / 16;
+    const u32 full_bar = smem_address(full_bars), empty_bar = smem_address(empty_bars);
+    const int tid = threadIdx.x, piece = tid & 7, row0 = tid >> 3;
+    const u32 dst_offset = row0 * 128 + ((piece ^ (row0 & 7)) << 4);
+    const u16* table = (const u16*)p.lhs;
+    const int k = (int)p.k;
+    u32 it = 0;
+    for (u32 n = 0;; ++n) {
+      if (tid == 0) next_tile(p, sched, n);
+      const int t = take_tile(n);
+      if (t < 0) break;
+      int n0, group, k_tiles;
+      int index[kRowsPerThread];  // table row of each of this thread's tile rows, -1: zeros
+      {
+        const Tile tile = sched.tile(p, t);
+        if (tile.zero) continue;
+        n0 = (int)tile.n0;
+        group = tile.group;
+        k_tiles = (int)ceil_div(tile.k_len, kBK);
+#pragma unroll
+        for (int j = 0; j < kRowsPerThread; ++j) {
+          const i64 r = tile.m0 + row0 + 16 * j;
+          const int i = r < tile.row_end ? p.lhs_rows[r] : -1;
+          index[j] = i >= 0 && (i64)i < p.lhs_table_rows ? i : -1;
+        }
+      }
+      for (int kt = 0; kt < k_tiles; ++kt, ++it) {
+        const u32 s = it % kStages, phase = (it / kStages) & 1;
+        const u32 full = full_bar + 8 * s;
+        mbar_wait(empty_bar + 8 * s, phase ^ 1);
+        const u32 a_dst = ring + s * kStageBytes + dst_offset, b_dst = ring + s * kStageBytes + kATileBytes;
+        const int k0 = kt * kBK;
+        if (tid == 0) {
+          mbar_expect_tx(full, kBTileBytes);
+          if (V::kBKMajor) {
+            tma_load_3d(b_dst, map_b, full, k0, n0, group);
+          } else {
+#pragma unroll 1
+            for (int j = 0; j < kBN / 64; ++j) tma_load_3d(b_dst + j * (kBK * 128), map_b, full, n0 + j * 64, k0, group);
+          }
+        }
+        const int kk = k0 + piece * 8;  // k is a multiple of 8 (the planner's rule): a piece is all in or all out
+#pragma unroll
+        for (int j = 0; j < kRowsPerThread; ++j) {
+          const bool in = index[j] >= 0 && kk < k;
+          const u16* src = in ? table + (i64)index[j] * p.lhs_m + kk : table;
+          cp_async_16(a_dst + j * (16 * 128), src, in ? 16u : 0u);
+        }
+        cp_async_arrive(full);
       }
     }
   }
@@ -334,6 +415,8 @@ struct Kernel {
         for (int kt = 0; kt < k_tiles; ++kt, ++it) {
           const u32 s = it % kStages, phase = (it / kStages) & 1;
           mbar_wait(smem_address(&full_bar[s]), phase);
+          // cp.async writes A through the generic proxy; wgmma reads shared memory through the async one
+          if (V::kGatherA) fence_async_shared();
           const u32 a_tile = ring + s * kStageBytes + wg * (64 * 128), b_tile = ring + s * kStageBytes + kATileBytes;
           if (V::kMode == 2) {
             const int valid = imin(k_len - kt * kBK, kBK);

@@ -54,6 +54,10 @@ struct GroupGemmProblem {
 
   std::optional<Relayout> lhs_relayout, rhs_relayout;
 
+  // PlanOptions::lhs_gather_rows: lhs is a table of this many rows (lhs_m apart), read through an
+  // int32[m] row index; lhs_elements then counts the table.
+  std::optional<std::int64_t> lhs_gather_rows;
+
   std::int64_t outer_count() const;
   bool needs_relayout() const { return lhs_relayout || rhs_relayout; }
   // The plain MoE forms: no outer/reduce dims, nothing to relayout, m/k/n unit-stride somewhere.

@@ -6,6 +6,12 @@
 // expert parallelism the routed experts' three steps become: exchange of the per-expert counts,
 // the exchange's plan (one host sync), dispatch of the sorted rows to their experts' ranks, the
 // local experts' up, SwiGLU and down on the rows received, and the way back.
+//
+// With DeviceMoeOptions::gather_in_up_gemm, where the cuda backend can (Hopper; not Llama-4,
+// whose rows are scaled, nor expert parallelism, which sends the sorted rows), the up ragged dot
+// reads each sorted row straight from x through the sort's token index
+// (PlanOptions::lhs_gather_rows) and the gather kernel does not run in forward. Backward then
+// gathers the rows itself for the up projection's weight gradient.
 #include <algorithm>
 #include <cstring>
 #include <functional>
@@ -64,6 +70,7 @@ struct Buffers {
   int* group_sizes = nullptr;    // [E]
   int* row_of = nullptr;         // [T k]
   int* pair_of = nullptr;        // [T k]
+  int* token_of = nullptr;       // [T k] token of each sorted row: the up ragged dot's gather index
   int* bad = nullptr;            // [1]
   void* sort_ws = nullptr;
   int* one_group = nullptr;      // [1] = T: the group sizes of the one-group plans
@@ -134,6 +141,8 @@ struct DeviceMoeLayer::State {
   std::size_t bytes = 0, ws_bytes = 0;
   Buffers b;
   bool forwarded = false;
+  bool gathered_up = false;  // plans[routed up] reads its rows from x through b.token_of
+  bool rows_gathered = false;  // b.rows holds the last forward's sorted rows
   // expert parallelism
   ep::Communicator* comm = nullptr;
   std::int64_t world = 1, local_experts = 0;
@@ -150,7 +159,7 @@ struct DeviceMoeLayer::State {
   }
 
   bool llama4() const { return c.router == RouterKind::kLlama4; }
-  DeviceSortBuffers sorted() const { return {b.group_sizes, b.row_of, b.pair_of, b.bad}; }
+  DeviceSortBuffers sorted() const { return {b.group_sizes, b.row_of, b.pair_of, b.bad, b.token_of}; }
 
   void carve(Carver& cv) {
     const std::size_t t4 = std::size_t(t) * 4, m4 = std::size_t(m) * 4, e = std::size_t(c.experts);
@@ -163,6 +172,8 @@ struct DeviceMoeLayer::State {
     cv.take(b.group_sizes, e * 4);
     cv.take(b.row_of, m4);
     cv.take(b.pair_of, m4);
+    cv.take(b.token_of, gathered_up ? m4 : 0);
+    if (!gathered_up) b.token_of = nullptr;  // the sort writes token_of only where it is not null
     cv.take(b.bad, 4);
     cv.take(b.sort_ws, perm->sort_workspace_bytes());
     cv.take(b.one_group, 4);
@@ -198,23 +209,48 @@ struct DeviceMoeLayer::State {
     return run_plan(plans[std::size_t(which)], lhs, rhs, gs, out, {b.ws, ws_bytes, MemorySpace::kDevice}, stream);
   }
 
+  // The routed up projection on rows gathered from x by b.token_of.
+  Status gathered_up_gemm(const void* x, const void* w_up, CUstream stream) const {
+    const Plan& plan = plans[std::size_t(kRouted + kFfnUp)];
+    const RaggedDotSpec& spec = plan.op().spec();
+    const MemorySpace dev = MemorySpace::kDevice;
+    ExecuteArgs a;
+    a.lhs = {x, std::size_t(t * c.hidden) * kActBytes, dev};
+    a.lhs_rows = {b.token_of, std::size_t(m) * 4, dev};
+    a.rhs = {w_up, spec.rhs.num_bytes(), dev};
+    a.group_sizes = {b.group_sizes, spec.group_sizes.num_bytes(), dev};
+    a.out = {b.up, plan.op().out().num_bytes(), dev};
+    a.workspace = {b.ws, ws_bytes, dev};
+    a.stream = stream;
+    return plan.execute(a);
+  }
+
   Status forward(const void* x, const DeviceMoeParams& p, void* y, CUstream st, StepMarks* mk) {
     const std::int64_t h = c.hidden, f = c.ffn, k = c.top_k, s = c.shared_experts;
     forwarded = false;
+    rows_gathered = false;
     RAGDOT_RETURN_IF_ERROR(mark(mk, st, "start"));
     RAGDOT_RETURN_IF_ERROR(gemm(kRouterLogits, x, p.router, b.one_group, b.logits, st));
     RAGDOT_RETURN_IF_ERROR(mark(mk, st, "router logits"));
     RAGDOT_RETURN_IF_ERROR(ops->route(b.logits, p.router_bias, t, b.experts, b.weights, b.scale, st));
     RAGDOT_RETURN_IF_ERROR(mark(mk, st, "route"));
-    RAGDOT_RETURN_IF_ERROR(perm->sort(b.experts, m, sorted(), b.sort_ws, st));
+    RAGDOT_RETURN_IF_ERROR(perm->sort(b.experts, m, sorted(), b.sort_ws, st, k));
     RAGDOT_RETURN_IF_ERROR(mark(mk, st, "sort"));
-    RAGDOT_RETURN_IF_ERROR(perm->gather(x, llama4() ? b.scale : nullptr, sorted(), t, k, h, kAct, b.rows, st));
-    RAGDOT_RETURN_IF_ERROR(mark(mk, st, "gather"));
+    if (!gathered_up) {
+      RAGDOT_RETURN_IF_ERROR(perm->gather(x, llama4() ? b.scale : nullptr, sorted(), t, k, h, kAct, b.rows, st));
+      RAGDOT_RETURN_IF_ERROR(mark(mk, st, "gather"));
+      rows_gathered = true;
+    }
     if (comm) {
       RAGDOT_RETURN_IF_ERROR(remote_experts(p, st, mk));
     } else {
-      RAGDOT_RETURN_IF_ERROR(gemm(kRouted + kFfnUp, b.rows, p.w_up, b.group_sizes, b.up, st));
-      RAGDOT_RETURN_IF_ERROR(mark(mk, st, "up"));
+      if (gathered_up) {
+        RAGDOT_RETURN_IF_ERROR(gathered_up_gemm(x, p.w_up, st));
+        RAGDOT_RETURN_IF_ERROR(mark(mk, st, "gather + up"));
+      } else {
+        RAGDOT_RETURN_IF_ERROR(gemm(kRouted + kFfnUp, b.rows, p.w_up, b.group_sizes, b.up, st));
+        RAGDOT_RETURN_IF_ERROR(mark(mk, st, "up"));
+      }
       RAGDOT_RETURN_IF_ERROR(ops->swiglu(b.up, m, f, kAct, b.act, st));
       RAGDOT_RETURN_IF_ERROR(mark(mk, st, "swiglu"));
       RAGDOT_RETURN_IF_ERROR(gemm(kRouted + kFfnDown, b.act, p.w_down, b.group_sizes, b.out, st));
@@ -291,6 +327,11 @@ struct DeviceMoeLayer::State {
     RAGDOT_RETURN_IF_ERROR(gemm(kRouted + kFfnDataGradIn, b.d_up, p.w_up, gs, b.d_rows, st));
     RAGDOT_RETURN_IF_ERROR(mark(mk, st, "up: d_rows"));
     if (g.d_w_up) {
+      if (!rows_gathered) {  // forward read x through the index: the sorted rows exist only now
+        RAGDOT_RETURN_IF_ERROR(perm->gather(x, nullptr, sorted(), t, k, h, kAct, b.rows, st));
+        RAGDOT_RETURN_IF_ERROR(mark(mk, st, "gather"));
+        rows_gathered = true;
+      }
       RAGDOT_RETURN_IF_ERROR(gemm(kRouted + kFfnWeightGradUp, b.rows, b.d_up, gs, g.d_w_up, st));
       RAGDOT_RETURN_IF_ERROR(mark(mk, st, "up: d_w"));
     }
@@ -406,6 +447,17 @@ Result<DeviceMoeLayer> DeviceMoeLayer::create(const MoeConfig& c, std::int64_t t
     const bool shared = int(i) >= kShared;
     if (shared && c.shared_experts == 0) break;
     RAGDOT_ASSIGN_OR_RETURN(RaggedDot op, RaggedDot::create(specs[i]));
+    if (int(i) == kRouted + kFfnUp && o.gather_in_up_gemm && !s->comm && c.router != RouterKind::kLlama4 &&
+        o.expert_backend == "cuda") {
+      PlanOptions gathering = routed;
+      gathering.lhs_gather_rows = tokens;
+      if (auto plan = make_plan(op, gathering); plan.ok()) {  // else (not Hopper, ...): gather, then plan below
+        s->gathered_up = true;
+        s->ws_bytes = std::max(s->ws_bytes, plan->workspace_bytes());
+        s->plans.push_back(std::move(*plan));
+        continue;
+      }
+    }
     auto plan = make_plan(op, int(i) >= kRouted && !shared ? routed : base);
     if (!plan.ok()) {
       return Status(plan.status().code(), "device MoE layer, " + layer_gemm_name(int(i)) + ": " + plan.status().message());

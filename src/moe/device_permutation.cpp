@@ -74,7 +74,8 @@ std::size_t DevicePermutation::sort_workspace_bytes() const {
 }
 
 Status DevicePermutation::sort(const void* experts, std::int64_t pairs, const DeviceSortBuffers& out, void* workspace,
-                               void* stream) const {
+                               void* stream, std::int64_t top_k) const {
+  if (top_k < 1 || top_k > RAGDOT_MOE_MAX_TOP_K) return invalid_argument("sort: top_k " + std::to_string(top_k));
   if (pairs < 0 || pairs > s_->max_pairs) {
     return invalid_argument("sort: " + std::to_string(pairs) + " pairs, the permutation was made for at most " +
                             std::to_string(s_->max_pairs));
@@ -94,12 +95,18 @@ Status DevicePermutation::sort(const void* experts, std::int64_t pairs, const De
   p.group_sizes = static_cast<int*>(out.group_sizes);
   p.row_of = static_cast<int*>(out.row_of);
   p.pair_of = static_cast<int*>(out.pair_of);
+  p.token_of = static_cast<int*>(out.token_of);
+  p.top_k = int(top_k);
   p.bad_experts = static_cast<int*>(out.bad_experts);
   const auto* d = cuda::driver();
   RAGDOT_CU_RETURN_IF_ERROR(d->cuMemsetD32Async(dptr(out.bad_experts), 0, 1, st), "cuMemsetD32Async");
   if (pairs > 0) {
     RAGDOT_CU_RETURN_IF_ERROR(d->cuMemsetD32Async(dptr(out.pair_of), 0xffffffffu, std::size_t(pairs), st),
                               "cuMemsetD32Async");
+    if (out.token_of) {
+      RAGDOT_CU_RETURN_IF_ERROR(d->cuMemsetD32Async(dptr(out.token_of), 0xffffffffu, std::size_t(pairs), st),
+                                "cuMemsetD32Async");
+    }
   }
   void* args[] = {&p};
   if (p.num_chunks > 0) {

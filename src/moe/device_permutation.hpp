@@ -20,6 +20,8 @@ struct DeviceSortBuffers {
   void* row_of = nullptr;       // [pairs]
   void* pair_of = nullptr;      // [pairs]; rows past the valid ones are -1
   void* bad_experts = nullptr;  // [1]: pairs whose expert was out of range (they get no row)
+  // [pairs], or null: the token of each sorted row (pair / top_k); rows past the valid ones are -1
+  void* token_of = nullptr;
 };
 
 class DevicePermutation {
@@ -32,8 +34,9 @@ class DevicePermutation {
   std::size_t sort_workspace_bytes() const;
 
   // experts [pairs] int32 on the device -> out. `stream` is a CUstream (null: the legacy stream).
+  // top_k: pairs per token, for out.token_of.
   Status sort(const void* experts, std::int64_t pairs, const DeviceSortBuffers& out, void* workspace,
-              void* stream) const;
+              void* stream, std::int64_t top_k = 1) const;
   // rows[r] = scale[t] * x[t] for the pair (t, j) of sorted row r; x [tokens, hidden], rows
   // [tokens * top_k, hidden], bf16 or f32; scale [tokens] f32 or null.
   Status gather(const void* x, const float* scale, const DeviceSortBuffers& sorted, std::int64_t tokens,

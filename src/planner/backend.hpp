@@ -49,6 +49,9 @@ class Backend {
   virtual Status available() const = 0;
   // One line: what it runs on ("AVX-512 + AMX, 2 threads").
   virtual std::string describe() const = 0;
+  // Whether it reads lhs rows through an index (PlanOptions::lhs_gather_rows); those that do not
+  // are not offered such plans.
+  virtual bool gathers_lhs_rows() const { return false; }
   // unsupported("why") when it does not take this op.
   virtual Result<std::unique_ptr<detail::BackendPlan>> plan(const PlanRequest& request) const = 0;
 };

@@ -87,6 +87,10 @@ Status Plan::execute(const ExecuteArgs& a) const {
   if (p.has_group_offset) {
     RAGDOT_RETURN_IF_ERROR(check_buffer("group_offset", a.group_offset, 1, DType::kI32, bp.memory_space, 0));
   }
+  const std::int64_t index_rows = p.lhs_gather_rows ? p.m : 0;
+  if (p.lhs_gather_rows) {
+    RAGDOT_RETURN_IF_ERROR(check_buffer("lhs_rows", a.lhs_rows, index_rows, DType::kI32, bp.memory_space, 0));
+  }
   if (bp.workspace_bytes) {
     if (a.workspace.data == nullptr || a.workspace.bytes < bp.workspace_bytes) {
       return invalid_argument("workspace has " + std::to_string(a.workspace.bytes) + " bytes; the plan needs " +
@@ -98,13 +102,14 @@ Status Plan::execute(const ExecuteArgs& a) const {
     }
   }
   const std::size_t out_bytes = std::size_t(p.out_elements) * dtype_size(p.out_dtype);
-  const ConstBuffer inputs[] = {a.lhs, a.rhs, a.group_sizes, a.group_offset};
-  const char* names[] = {"lhs", "rhs", "group_sizes", "group_offset"};
+  const ConstBuffer inputs[] = {a.lhs, a.rhs, a.group_sizes, a.group_offset, a.lhs_rows};
+  const char* names[] = {"lhs", "rhs", "group_sizes", "group_offset", "lhs_rows"};
   const std::size_t in_bytes[] = {std::size_t(p.lhs_elements) * dtype_size(p.lhs_dtype),
                                   std::size_t(p.rhs_elements) * dtype_size(p.rhs_dtype),
                                   std::size_t(p.gs_elements) * dtype_size(p.gs_dtype),
-                                  p.has_group_offset ? std::size_t(4) : std::size_t(0)};
-  for (int i = 0; i < 4; ++i) {
+                                  p.has_group_offset ? std::size_t(4) : std::size_t(0),
+                                  std::size_t(index_rows) * 4};
+  for (int i = 0; i < 5; ++i) {
     if (overlaps(a.out.data, out_bytes, inputs[i].data, in_bytes[i])) {
       return invalid_argument(std::string("out overlaps ") + names[i]);
     }
@@ -124,6 +129,17 @@ Result<Plan> make_plan(const RaggedDot& op, const PlanOptions& options) {
     if (auto b = env::backend()) wanted = *b;
   }
   core::GroupGemmProblem problem = core::canonicalize(op);
+  if (options.lhs_gather_rows) {
+    const std::int64_t rows = *options.lhs_gather_rows;
+    if (problem.mode != RaggedMode::kNonContracting || op.spec().lhs.rank() != 2 || !problem.is_single_batch() ||
+        problem.lhs_relayout || problem.lhs_k != 1) {
+      return invalid_argument("lhs_gather_rows: only a mode 1 op with a 2-D lhs [M, K] (K contiguous) gathers its rows; " +
+                              op.to_string() + " is not one");
+    }
+    if (rows < 0) return invalid_argument("lhs_gather_rows: " + std::to_string(rows) + " rows");
+    problem.lhs_gather_rows = rows;
+    problem.lhs_elements = rows * problem.k;
+  }
   planner::PlanRequest request{op, problem, options};
 
   std::string reasons;
@@ -140,6 +156,11 @@ Result<Plan> make_plan(const RaggedDot& op, const PlanOptions& options) {
       continue;
     }
     if (wanted.empty() && !backend->automatic()) continue;
+    if (problem.lhs_gather_rows && !backend->gathers_lhs_rows()) {
+      if (!wanted.empty()) return unsupported("backend '" + wanted + "' does not gather lhs rows (lhs_gather_rows)");
+      reasons += "\n  " + std::string(backend->name()) + ": does not gather lhs rows";
+      continue;
+    }
     if (Status av = backend->available(); !av.is_ok()) {
       reasons += "\n  " + std::string(backend->name()) + ": " + av.message();
       continue;

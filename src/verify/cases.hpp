@@ -16,6 +16,11 @@ struct Case {
   std::vector<std::int64_t> group_sizes;  // flattened like the group_sizes tensor
   std::optional<std::int32_t> group_offset;
   std::string description;
+  // Gathered lhs (PlanOptions::lhs_gather_rows; mode 1, lhs [M, K]): when lhs_rows is not empty,
+  // execute gets a table of lhs_table_rows random rows and this int32[M] index into it (indices
+  // outside the table read zeros); the oracle gets the gathered rows as a plain lhs.
+  std::vector<std::int32_t> lhs_rows;
+  std::int64_t lhs_table_rows = 0;
 };
 
 // Patterns of group sizes a backend must get right.

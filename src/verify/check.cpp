@@ -106,6 +106,8 @@ CheckResult check_case(const Case& c, const PlanOptions& options, std::uint64_t 
     return res;
   }
   PlanOptions po = options;
+  const bool gathered = !c.lhs_rows.empty();
+  if (gathered) po.lhs_gather_rows = c.lhs_table_rows;
   auto plan = make_plan(*op, po);
   if (!plan.ok()) {
     res.message = plan.status().to_string();
@@ -119,6 +121,23 @@ CheckResult check_case(const Case& c, const PlanOptions& options, std::uint64_t 
   std::vector<unsigned char> lhs(s.lhs.num_bytes() + 1), rhs(s.rhs.num_bytes() + 1), out(out_spec.num_bytes() + 1);
   fill_random(lhs.data(), s.lhs.dtype, s.lhs.num_elements(), seed * 2 + 1);
   fill_random(rhs.data(), s.rhs.dtype, s.rhs.num_elements(), seed * 2 + 2);
+  // gathered: execute reads `table`; the oracle reads its rows gathered into `lhs` (zero rows where
+  // an index is outside the table)
+  std::vector<unsigned char> table;
+  if (gathered) {
+    if (s.lhs.rank() != 2 || std::int64_t(c.lhs_rows.size()) != s.lhs.shape[0]) {
+      res.message = "invalid case: lhs_rows needs a 2-D lhs and one index per row";
+      return res;
+    }
+    const std::size_t row_bytes = std::size_t(s.lhs.shape[1]) * dtype_size(s.lhs.dtype);
+    table.resize(std::size_t(c.lhs_table_rows) * row_bytes + 1);
+    fill_random(table.data(), s.lhs.dtype, c.lhs_table_rows * s.lhs.shape[1], seed * 2 + 1);
+    std::fill(lhs.begin(), lhs.end(), 0);
+    for (std::size_t i = 0; i < c.lhs_rows.size(); ++i) {
+      const std::int64_t r = c.lhs_rows[i];
+      if (r >= 0 && r < c.lhs_table_rows) std::memcpy(&lhs[i * row_bytes], &table[std::size_t(r) * row_bytes], row_bytes);
+    }
+  }
   poison(out.data(), out_spec.dtype, out_spec.num_elements());
   std::vector<unsigned char> gs = encode_group_sizes(c);
   const std::int32_t offset = c.group_offset.value_or(0);
@@ -130,14 +149,17 @@ CheckResult check_case(const Case& c, const PlanOptions& options, std::uint64_t 
   }
 
   // buffers where the backend runs
-  Buffer dl, dr, dg, doff, dout, dws;
-  Status st = make(mem, lhs.size(), dl);
+  Buffer dl, dr, dg, doff, dout, dws, drows;
+  const std::vector<unsigned char>& lhs_in = gathered ? table : lhs;
+  Status st = make(mem, lhs_in.size(), dl);
+  if (st.is_ok() && gathered) st = make(mem, c.lhs_rows.size() * 4, drows);
+  if (st.is_ok() && gathered) st = mem.upload(drows.ptr, c.lhs_rows.data(), c.lhs_rows.size() * 4);
   if (st.is_ok()) st = make(mem, rhs.size(), dr);
   if (st.is_ok()) st = make(mem, gs.size(), dg);
   if (st.is_ok()) st = make(mem, 4, doff);
   if (st.is_ok()) st = make(mem, out.size(), dout);
   if (st.is_ok()) st = make(mem, plan->workspace_bytes() + 64, dws);
-  if (st.is_ok()) st = mem.upload(dl.ptr, lhs.data(), lhs.size());
+  if (st.is_ok()) st = mem.upload(dl.ptr, lhs_in.data(), lhs_in.size());
   if (st.is_ok()) st = mem.upload(dr.ptr, rhs.data(), rhs.size());
   if (st.is_ok()) st = mem.upload(dg.ptr, gs.data(), gs.size());
   if (st.is_ok()) st = mem.upload(doff.ptr, &offset, 4);
@@ -148,7 +170,8 @@ CheckResult check_case(const Case& c, const PlanOptions& options, std::uint64_t 
   }
   const MemorySpace sp = mem.space();
   ExecuteArgs args;
-  args.lhs = {dl.ptr, s.lhs.num_bytes(), sp};
+  args.lhs = {dl.ptr, lhs_in.size() - 1, sp};
+  if (gathered) args.lhs_rows = {drows.ptr, c.lhs_rows.size() * 4, sp};
   args.rhs = {dr.ptr, s.rhs.num_bytes(), sp};
   args.group_sizes = {dg.ptr, s.group_sizes.num_bytes(), sp};
   if (c.group_offset) args.group_offset = {doff.ptr, 4, sp};

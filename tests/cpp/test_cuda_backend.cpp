@@ -44,6 +44,14 @@ struct Shape {
   std::int64_t m, k, n, g;
 };
 
+// Mode 1 on `sh` with weights [g, k, n], or [g, n, k] with `nk`.
+verify::Case mode1_case(const Shape& sh, const std::vector<std::int64_t>& gs, DType dt, DType out, bool nk) {
+  if (nk) return weights_nk(sh.m, sh.k, sh.n, gs, dt, out);
+  auto made = verify::shaped_case(1, sh.m, sh.k, sh.n, gs, dt, out);
+  EXPECT_TRUE(made.ok()) << made.status().message();
+  return made.ok() ? *made : verify::Case{};
+}
+
 TEST(CudaBackend, ShapedCasesEveryModeDtypeLayout) {
   REQUIRE_GPU();
   // Small enough that the float64 oracle keeps the whole matrix to about a minute; odd sizes
@@ -80,7 +88,8 @@ bool device_is_hopper() {
 
 // One small case per kernel family and operand layout the planner can choose (on Hopper: wgmma
 // for mode 1 with both weight layouts and for mode 2; mma.sync for decode-sized groups and for
-// mode 3; SIMT for f32; a relayout copy for an operand no family reads in place), each run three
+// mode 3; SIMT for f32; a relayout copy for an operand no family reads in place; wgmma reading
+// gathered rows), each run three
 // times on a poisoned output: every run must match the oracle and give the first run's bytes.
 // Small on purpose: scripts/gpu_check.sh runs this test under compute-sanitizer's memcheck,
 // racecheck and synccheck.
@@ -105,6 +114,13 @@ TEST(CudaBackend, EveryFamilyMatchesTheOracleAndRepeatsBitwise) {
   cases.push_back({"mma_sync", shaped(1, 24, 256, 136, {5, 0, 11, 8}, DType::kBF16, DType::kBF16)});
   cases.push_back({"mma_sync", shaped(3, 64, 72, 40, {2, 1, 1}, DType::kBF16, DType::kF32)});
   cases.push_back({"simt", shaped(1, 150, 40, 36, {50, 0, 70, 30}, DType::kF32, DType::kF32)});
+  if (hopper) {  // gathered A rows (cp.async loads): repeated, out of order, some outside the table
+    verify::Case c = shaped(1, 400, 128, 264, gs4, DType::kBF16, DType::kBF16);
+    c.lhs_table_rows = 150;
+    for (int i = 0; i < 400; ++i) c.lhs_rows.push_back(i % 7 == 3 ? -1 : (i * 37) % 151);  // 150: past the table
+    c.description += " rows gathered from 150";
+    cases.push_back({"gatherA", c});
+  }
   {
     // two contracting dims in opposite orders in lhs [m, 4, 16] and rhs [g, 16, 4, n]: no single
     // k stride serves both, so one operand is copied into the workspace first
@@ -142,15 +158,7 @@ TEST(CudaBackend, HopperFamilyLayoutsPatternsAndOffset) {
       for (const Shape& sh : shapes) {
         for (GroupPattern pat : kPatterns) {
           for (bool nk : {false, true}) {
-            auto gs = verify::make_group_sizes(pat, sh.g, sh.m, rng);
-            verify::Case c;
-            if (nk) {
-              c = weights_nk(sh.m, sh.k, sh.n, gs, dt, out);
-            } else {
-              auto made = verify::shaped_case(1, sh.m, sh.k, sh.n, gs, dt, out);
-              ASSERT_TRUE(made.ok()) << made.status().message();
-              c = *made;
-            }
+            verify::Case c = mode1_case(sh, verify::make_group_sizes(pat, sh.g, sh.m, rng), dt, out, nk);
             c.description += std::string(" ") + verify::group_pattern_name(pat);
             wgmma_plans += expect_cuda_pass(c, seed++).find("wgmma") != std::string::npos;
           }
@@ -172,6 +180,43 @@ TEST(CudaBackend, HopperFamilyLayoutsPatternsAndOffset) {
     expect_cuda_pass(c, seed++);
   }
   if (hopper) EXPECT_GT(wgmma_plans, 100) << "the Hopper family was not planned for its shapes";
+}
+
+// Gathered lhs rows (PlanOptions::lhs_gather_rows): the Hopper family's cp.async A loads, with
+// rows repeated, out of order and outside the table (zeros), every group pattern, both weight
+// layouts, 16-bit and f32 outputs, and a table shorter and longer than the rows; three runs each,
+// bitwise the same. Elsewhere the cuda backend must say it does not gather.
+TEST(CudaBackend, HopperGatheredRows) {
+  REQUIRE_GPU();
+  const bool hopper = device_is_hopper();
+  const Shape shapes[] = {{1000, 192, 320, 4}, {777, 136, 264, 3}};
+  workloads::SplitMix64 rng(41);
+  std::uint64_t seed = 9000;
+  int cases = 0, gathered_plans = 0;
+  for (DType dt : {DType::kBF16, DType::kF16}) {
+    for (DType out : dt == DType::kBF16 ? std::vector<DType>{dt, DType::kF32} : std::vector<DType>{dt}) {
+      for (const Shape& sh : shapes) {
+        for (GroupPattern pat : kPatterns) {
+          for (bool nk : {false, true}) {
+            verify::Case c = mode1_case(sh, verify::make_group_sizes(pat, sh.g, sh.m, rng), dt, out, nk);
+            c.lhs_table_rows = cases % 2 ? sh.m / 8 + 1 : sh.m + 50;
+            for (std::int64_t i = 0; i < sh.m; ++i) {
+              const std::uint64_t pick = rng.next() % 32;
+              c.lhs_rows.push_back(pick == 0   ? -1
+                                   : pick == 1 ? std::int32_t(c.lhs_table_rows)
+                                               : std::int32_t(rng.next() % std::uint64_t(c.lhs_table_rows)));
+            }
+            c.description += std::string(" gathered from ") + std::to_string(c.lhs_table_rows) + " rows " +
+                             verify::group_pattern_name(pat);
+            ++cases;
+            const std::string plan = expect_cuda_pass(c, seed++, /*allow_unsupported=*/!hopper, /*repeats=*/3);
+            gathered_plans += plan.find("gatherA") != std::string::npos;
+          }
+        }
+      }
+    }
+  }
+  if (hopper) EXPECT_EQ(gathered_plans, cases) << "a gathered case was not planned on the gathering wgmma kernel";
 }
 
 // The weight-gradient form of the Hopper family (mode 2: lhs [k, m], rhs [k, n], out [g, m, n]),

@@ -85,14 +85,16 @@ TEST(MoeDevicePermutation, SortMatchesTheStableHostSort) {
         const std::vector<int> ex = route(pairs, experts, how, rng);
         const HostSort want = host_sort(ex, experts);
         DeviceBuffer d_ex(ex.size() * 4), gs(std::size_t(experts) * 4), row_of(ex.size() * 4), pair_of(ex.size() * 4),
-            bad(4), ws(perm->sort_workspace_bytes());
+            bad(4), ws(perm->sort_workspace_bytes()), token_of(ex.size() * 4);
         upload(d_ex, ex);
         poison(gs, std::size_t(experts) * 4);
         poison(row_of, ex.size() * 4);
         poison(pair_of, ex.size() * 4);
         poison(bad, 4);
-        const moe::DeviceSortBuffers out{gs.p, row_of.p, pair_of.p, bad.p};
-        Status st = perm->sort(d_ex.p, pairs, out, ws.p, gpu()->stream());
+        poison(token_of, ex.size() * 4);
+        const moe::DeviceSortBuffers out{gs.p, row_of.p, pair_of.p, bad.p, token_of.p};
+        constexpr int kTopK = 3;  // token_of = pair / 3
+        Status st = perm->sort(d_ex.p, pairs, out, ws.p, gpu()->stream(), kTopK);
         ASSERT_TRUE(st.is_ok()) << st.to_string();
         const std::string what = std::to_string(pairs) + " pairs, " + std::to_string(experts) + " experts, routing " +
                                  std::to_string(int(how));
@@ -101,6 +103,9 @@ TEST(MoeDevicePermutation, SortMatchesTheStableHostSort) {
         if (pairs > 0) {
           EXPECT_EQ(download<int>(row_of, ex.size()), want.row_of) << what;
           EXPECT_EQ(download<int>(pair_of, ex.size()), want.pair_of) << what;
+          std::vector<int> want_token(ex.size());
+          for (std::size_t r = 0; r < ex.size(); ++r) want_token[r] = want.pair_of[r] < 0 ? -1 : want.pair_of[r] / kTopK;
+          EXPECT_EQ(download<int>(token_of, ex.size()), want_token) << what;
         }
         ++cases;
       }

@@ -261,6 +261,42 @@ INSTANTIATE_TEST_SUITE_P(Presets, DeviceMoeLayerTest,
                            return n;
                          });
 
+// The up projection reading x through the sort's token index (DeviceMoeOptions::gather_in_up_gemm)
+// against the gather kernel then the plain up projection (the default): the same products in the
+// same order, so the same bytes, forward and backward. At this size (128 rows per expert) the
+// Hopper family takes the up projection; elsewhere both layers gather first and the test still holds.
+TEST(DeviceMoeLayer, GatheredUpProjectionGivesTheBytesOfGatherFirst) {
+  REQUIRE_GPU();
+  auto config = moe::preset_config("qwen3-30b-a3b", 16);
+  ASSERT_TRUE(config.ok()) << config.status().to_string();
+  const std::int64_t tokens = 2048;
+  const LayerData data = make_data(*config, tokens, 77);
+  moe::DeviceMoeOptions gathering;
+  gathering.gather_in_up_gemm = true;
+  auto fused = moe::DeviceMoeLayer::create(*config, tokens, gathering);
+  auto plain = moe::DeviceMoeLayer::create(*config, tokens);
+  ASSERT_TRUE(fused.ok()) << fused.status().to_string();
+  ASSERT_TRUE(plain.ok()) << plain.status().to_string();
+  EXPECT_EQ(plain->describe().find("gatherA"), std::string::npos) << plain->describe();
+  auto dev = cuda::device(0);
+  ASSERT_TRUE(dev.ok());
+  if ((*dev)->traits.cc_major == 9) {
+    EXPECT_NE(fused->describe().find("gatherA"), std::string::npos) << fused->describe();
+  }
+  DeviceLayerData d(data);
+  ASSERT_TRUE(run_device_layer(*fused, d).is_ok());
+  const LayerResult a = d.results(*fused);
+  ASSERT_TRUE(run_device_layer(*plain, d).is_ok());
+  const LayerResult b = d.results(*plain);
+  EXPECT_EQ(a.group_sizes, b.group_sizes);
+  EXPECT_TRUE(a.y == b.y);
+  EXPECT_TRUE(a.d_x == b.d_x);
+  EXPECT_TRUE(a.d_router == b.d_router);
+  EXPECT_TRUE(a.d_w_up == b.d_w_up);
+  EXPECT_TRUE(a.d_w_down == b.d_w_down);
+  ASSERT_FALSE(a.y.empty());
+}
+
 TEST(DeviceMoeLayer, GraphCaptureReplaysWithNewInputs) {
   REQUIRE_GPU();
   auto config = moe::preset_config("deepseek-v3", 16);

@@ -53,6 +53,7 @@ CommandHelp layer_help() {
       {"warmup", "N", "GPU: untimed passes first (default 2)"},
       {"json", "FILE", "GPU: write the report as JSON"},
       {"no-baseline", "", "do not run the padded baselines"},
+      {"fused-gather", "", "GPU: the up projection reads x through the sort's index instead of after\nthe gather kernel (where the cuda backend can; DeviceMoeOptions::gather_in_up_gemm)"},
   };
   h.examples =
       "  ragdot layer\n"
@@ -115,13 +116,16 @@ int command_layer(const std::vector<std::string>& args) {
     rq.reps = reps;
     if (o.has("warmup")) rq.warmup = int(parse_integer(*o.get("warmup"), "warmup", 0, 1000));
     rq.baselines = !o.has("no-baseline");
+    rq.fused_gather = o.has("fused-gather");
     if (auto v = o.get("json")) {
       if (v->empty()) throw UsageError("--json needs a file name");
       rq.json_path = *v;
     }
     return run_gpu_layer(rq);
   }
-  if (o.has("json") || o.has("warmup")) throw UsageError("--json and --warmup go with --backend cuda");
+  if (o.has("json") || o.has("warmup") || o.has("fused-gather")) {
+    throw UsageError("--json, --warmup and --fused-gather go with --backend cuda");
+  }
 
   auto config = moe::preset_config(preset.name, shrink);
   if (!config.ok()) throw UsageError(config.status().message());

@@ -160,8 +160,10 @@ double total_ms(const std::vector<moe::DeviceMoeStepTime>& steps) {
 }
 
 const std::initializer_list<const char*> kForwardPermutation = {"sort", "gather", "combine"};
+// backward's "gather": the sorted rows for the up projection's weight gradient, when forward read
+// them straight from x (DeviceMoeOptions::gather_in_up_gemm)
 const std::initializer_list<const char*> kBackwardPermutation = {"combine backward", "gather backward",
-                                                                 "unpermute d_x"};
+                                                                 "unpermute d_x", "gather"};
 
 std::string steps_line(const std::vector<moe::DeviceMoeStepTime>& steps) {
   std::string s;
@@ -193,7 +195,9 @@ Summary summarize(const moe::DeviceMoeProfile& p) {
   const double fwd = total_ms(p.forward_steps), all = fwd + total_ms(p.backward_steps);
   s.forward_share = fwd > 0 ? s.permutation_fwd_ms / fwd : 0;
   s.step_share = all > 0 ? (s.permutation_fwd_ms + s.permutation_bwd_ms) / all : 0;
+  // the gather kernel's time: forward's, or backward's when forward fused it into the up projection
   s.gather_ms = steps_ms(p.forward_steps, {"gather"});
+  if (s.gather_ms == 0) s.gather_ms = steps_ms(p.backward_steps, {"gather"});
   s.combine_ms = steps_ms(p.forward_steps, {"combine"});
   return s;
 }
@@ -300,7 +304,10 @@ int run_gpu_layer(const GpuLayerRequest& rq) {
   }
 
   std::vector<PathResult> paths;
-  paths.push_back(run_path("ragdot (cuda)", {}, c, rq, *tensors, *mem, rq.baselines));
+  moe::DeviceMoeOptions ours_options;
+  ours_options.gather_in_up_gemm = rq.fused_gather;
+  paths.push_back(run_path(rq.fused_gather ? "ragdot (cuda), gather fused into the up projection" : "ragdot (cuda)",
+                           ours_options, c, rq, *tensors, *mem, rq.baselines));
   if (!paths[0].error.empty()) {
     std::fprintf(stderr, "ragdot layer: error: %s\n", paths[0].error.c_str());
     return kExitFailure;
@@ -318,6 +325,15 @@ int run_gpu_layer(const GpuLayerRequest& rq) {
     dropping.capacity_factor = rq.capacity_factor;
     paths.push_back(run_path(format("padded, capacity factor %.2f", rq.capacity_factor), dropping, c, rq, *tensors,
                              *mem, false));
+    // ragdot with the up projection reading x through the sort's index instead of after the
+    // gather kernel: what that fusion gains or costs (the same as ragdot's path where the up
+    // projection cannot gather)
+    if (!rq.fused_gather) {
+      moe::DeviceMoeOptions fused;
+      fused.gather_in_up_gemm = true;
+      paths.push_back(run_path("ragdot (cuda), gather fused into the up projection", fused, c, rq, *tensors, *mem,
+                               false));
+    }
     if (paths[1].error.empty()) {
       check_error = relative_error(paths[0].y, paths[1].y);
       check_ok = *check_error <= 1e-2;
@@ -355,7 +371,8 @@ int run_gpu_layer(const GpuLayerRequest& rq) {
   const Summary s = summarize(ours.profile);
   std::printf("\nragdot forward steps (ms): %s\n", steps_line(ours.profile.forward_steps).c_str());
   std::printf("ragdot backward steps (ms): %s\n", steps_line(ours.profile.backward_steps).c_str());
-  std::printf("permutation + combine (sort, gather, combine; backward: their gradients): %.3f ms = %.1f%% of the "
+  std::printf("permutation + combine (sort, gather unless the up projection reads x through the index, combine; "
+              "backward: their gradients and that gather): %.3f ms = %.1f%% of the "
               "forward, %.3f ms = %.1f%% of forward + backward (shares of the per-step times)\n",
               s.permutation_fwd_ms, 100 * s.forward_share, s.permutation_fwd_ms + s.permutation_bwd_ms,
               100 * s.step_share);

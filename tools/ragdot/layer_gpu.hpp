@@ -20,6 +20,7 @@ struct GpuLayerRequest {
   int reps = 10;
   int warmup = 2;
   bool baselines = true;
+  bool fused_gather = false;  // DeviceMoeOptions::gather_in_up_gemm for ragdot's own path
   std::optional<std::string> json_path;
 };
 

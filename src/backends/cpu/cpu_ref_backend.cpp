@@ -1,4 +1,10 @@
 // cpu_ref: the oracle as a backend. Obviously correct, float64 accumulation, slow by design.
+// Gathered lhs rows (PlanOptions::lhs_gather_rows) are copied into a dense lhs first, so the
+// evaluator itself never sees the index.
+#include <cstring>
+#include <optional>
+#include <vector>
+
 #include "backends/cpu/reference.hpp"
 #include "planner/builtin_backends.hpp"
 
@@ -8,14 +14,29 @@ namespace {
 
 class CpuRefPlan final : public detail::BackendPlan {
  public:
-  explicit CpuRefPlan(const RaggedDot& op) : op_(op) {
+  CpuRefPlan(const RaggedDot& op, std::optional<std::int64_t> gather_rows) : op_(op), gather_rows_(gather_rows) {
     variant = "float64-loops";
     memory_space = MemorySpace::kHost;
     graph_safe = false;
     needs_host_sync = false;
   }
   Status execute(const ExecuteArgs& a) const override {
-    auto ev = cpu::ReferenceEvaluator::create(op_, a.lhs.data, a.rhs.data, a.group_sizes.data, a.group_offset.data);
+    const void* lhs = a.lhs.data;
+    std::vector<unsigned char> gathered;
+    if (gather_rows_) {
+      const TensorSpec& spec = op_.spec().lhs;
+      const std::size_t row_bytes = std::size_t(spec.shape[1]) * dtype_size(spec.dtype);
+      gathered.assign(std::size_t(spec.shape[0]) * row_bytes, 0);  // zero bits are 0.0 in every float dtype
+      const auto* index = static_cast<const std::int32_t*>(a.lhs_rows.data);
+      for (std::int64_t i = 0; i < spec.shape[0]; ++i) {
+        const std::int64_t r = index[i];
+        if (r < 0 || r >= *gather_rows_) continue;
+        std::memcpy(gathered.data() + std::size_t(i) * row_bytes,
+                    static_cast<const unsigned char*>(a.lhs.data) + std::size_t(r) * row_bytes, row_bytes);
+      }
+      lhs = gathered.data();
+    }
+    auto ev = cpu::ReferenceEvaluator::create(op_, lhs, a.rhs.data, a.group_sizes.data, a.group_offset.data);
     if (!ev.ok()) return ev.status();
     const std::int64_t n = op_.out().num_elements();
     for (std::int64_t i = 0; i < n; ++i) cpu::store_from_double(a.out.data, op_.out().dtype, i, ev->at(i));
@@ -24,6 +45,7 @@ class CpuRefPlan final : public detail::BackendPlan {
 
  private:
   RaggedDot op_;
+  std::optional<std::int64_t> gather_rows_;
 };
 
 class CpuRefBackend final : public Backend {
@@ -32,8 +54,9 @@ class CpuRefBackend final : public Backend {
   MemorySpace memory_space() const override { return MemorySpace::kHost; }
   Status available() const override { return Status::ok(); }
   std::string describe() const override { return "reference loops, float64 accumulation"; }
+  bool gathers_lhs_rows() const override { return true; }
   Result<std::unique_ptr<detail::BackendPlan>> plan(const PlanRequest& r) const override {
-    return std::unique_ptr<detail::BackendPlan>(new CpuRefPlan(r.op));
+    return std::unique_ptr<detail::BackendPlan>(new CpuRefPlan(r.op, r.problem.lhs_gather_rows));
   }
 };
 

@@ -93,6 +93,7 @@ RagdotKernelParams static_params(const core::GroupGemmProblem& p) {
   k.m = p.m, k.n = p.n, k.k = p.k;
   k.ragged_extent = p.ragged_extent;
   k.ragged_unit = p.ragged_unit;
+  k.lhs_table_rows = p.lhs_gather_rows.value_or(0);
   k.num_groups = int(p.num_groups);
   k.computed_groups = int(p.computed_groups);
   k.gs_is_int64 = p.gs_dtype == DType::kI64 ? 1 : 0;
@@ -153,6 +154,7 @@ class CudaPlan final : public detail::BackendPlan {
     k.group_sizes = a.group_sizes.data;
     k.group_offset = has_offset_ ? static_cast<const int*>(a.group_offset.data) : nullptr;
     k.out = a.out.data;
+    k.lhs_rows = variant_.gather_a ? static_cast<const int*>(a.lhs_rows.data) : nullptr;
     if (checked_) {
       CUdeviceptr flag = reinterpret_cast<CUdeviceptr>(a.workspace.data);
       RAGDOT_CU_RETURN_IF_ERROR(d->cuMemsetD32Async(flag, 0, 1, stream), "cuMemsetD32Async");
@@ -177,7 +179,7 @@ class CudaPlan final : public detail::BackendPlan {
       RAGDOT_CU_RETURN_IF_ERROR(d->cuMemsetD32Async(counter, 0, 1, stream), "cuMemsetD32Async (tile counter)");
       k.tile_counter = reinterpret_cast<int*>(counter);
     }
-    cuda::OperandMaps maps;
+    cuda::OperandMaps maps{};
     void* args[] = {&k, &maps.a, &maps.b};
     if (variant_.family == cuda::KernelFamily::kWgmma)
       RAGDOT_RETURN_IF_ERROR(cuda::encode_operand_maps(variant_, problem_, k.lhs, k.rhs, maps));
@@ -223,6 +225,7 @@ class CudaBackend final : public Backend {
  public:
   std::string_view name() const override { return "cuda"; }
   MemorySpace memory_space() const override { return MemorySpace::kDevice; }
+  bool gathers_lhs_rows() const override { return true; }  // choose_variant says where it cannot
   Status available() const override {
     std::string why;
     if (cuda::device_count(&why) == 0) return unavailable(why);

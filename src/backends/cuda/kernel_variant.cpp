@@ -64,7 +64,8 @@ int wgmma_stages(int bn, const DeviceTraits& d) {
 }
 
 // Mode 1: A K-major (token rows), B either layout. Mode 2: both MN-major (token rows are k).
-KernelVariant wgmma_variant(int mode, DType in, DType out, bool b_k, int bn, const DeviceTraits& d) {
+KernelVariant wgmma_variant(int mode, DType in, DType out, bool b_k, int bn, const DeviceTraits& d,
+                            bool gather_a = false) {
   KernelVariant v;
   v.family = KernelFamily::kWgmma;
   v.mode = mode;
@@ -75,6 +76,7 @@ KernelVariant wgmma_variant(int mode, DType in, DType out, bool b_k, int bn, con
   v.bm = 128, v.bn = bn, v.bk = 64;
   v.warps_m = 2, v.warps_n = 1;  // consumer warpgroups
   v.stages = wgmma_stages(bn, d);
+  v.gather_a = mode == 1 && gather_a;
   return v;
 }
 
@@ -140,7 +142,7 @@ std::string KernelVariant::name() const {
   if (family != KernelFamily::kSimt) s << " A:" << (a_k_major ? 'K' : 'M') << " B:" << (b_k_major ? 'K' : 'N');
   s << ' ' << bm << 'x' << bn << 'x' << bk;
   if (family == KernelFamily::kMmaSync) s << " w" << warps_m << 'x' << warps_n << " s" << stages;
-  else if (family == KernelFamily::kWgmma) s << " tma s" << stages;
+  else if (family == KernelFamily::kWgmma) s << " tma s" << stages << (gather_a ? " gatherA" : "");
   else s << " t" << tm << 'x' << tn;
   return s.str();
 }
@@ -153,6 +155,7 @@ std::string generate_source(const KernelVariant& v) {
       << "struct V {\n"
       << "  static constexpr int kMode = " << v.mode << ", kBN = " << v.bn << ", kStages = " << v.stages << ";\n"
       << "  static constexpr bool kBKMajor = " << (v.b_k_major ? "true" : "false") << ";\n"
+      << "  static constexpr bool kGatherA = " << (v.gather_a ? "true" : "false") << ";\n"
       << "  typedef ragdot::" << type_tag(v.lhs) << " In;\n"
       << "  typedef ragdot::" << type_tag(v.out) << " Out;\n"
       << "};\n\n"
@@ -248,9 +251,17 @@ Result<KernelVariant> choose_variant(const core::GroupGemmProblem& p, const Devi
   // the weight gradient (mode 2), one batch. Tensor maps need 16-byte strides, which the mma
   // rules (multiples of 8) already imply.
   const bool wgmma_mode1 = mode == 1 && !small_m && p.rhs_g > 0;
+  const bool gather = p.lhs_gather_rows.has_value();
+  // a tensor map needs at least one row (an empty table is every row zero: the caller's to skip)
+  if (gather && *p.lhs_gather_rows < 1) return unsupported("gathered lhs rows from an empty table");
   if (mma && (wgmma_mode1 || mode == 2) && is_hopper(d) && p.is_single_batch()) {
-    KernelVariant v = wgmma_variant(mode, p.lhs_dtype, p.out_dtype, b_k, p.n >= 256 ? 256 : 128, d);
+    KernelVariant v = wgmma_variant(mode, p.lhs_dtype, p.out_dtype, b_k, p.n >= 256 ? 256 : 128, d, gather);
     if (v.stages >= 2) return v;
+  }
+  // Only the wgmma family reads A through a row index; elsewhere the caller gathers first.
+  if (gather) {
+    return unsupported("gathered lhs rows need the Hopper wgmma family (16-bit inputs, sm_90, groups of 96 rows or "
+                       "more on average)");
   }
   if (mma) {
     KernelVariant v = mma_variant(mode, p.lhs_dtype, p.out_dtype, a_k, b_k, small_m, d);
@@ -311,7 +322,8 @@ std::vector<KernelVariant> all_variants(const DeviceTraits& d) {
       for (DType in : {DType::kBF16, DType::kF16})
         for (DType o : floats)
           for (int bn : {128, 256}) {
-            for (bool b_k : {true, false}) out.push_back(wgmma_variant(1, in, o, b_k, bn, d));
+            for (bool b_k : {true, false})
+              for (bool gather : {false, true}) out.push_back(wgmma_variant(1, in, o, b_k, bn, d, gather));
             out.push_back(wgmma_variant(2, in, o, false, bn, d));
           }
     out.erase(std::remove_if(out.begin(), out.end(), [](const KernelVariant& v) { return v.stages < 2; }), out.end());

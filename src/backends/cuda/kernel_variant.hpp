@@ -27,6 +27,7 @@ struct KernelVariant {
   int warps_m = 2, warps_n = 4;  // mma family
   int stages = 4;                // mma and wgmma families
   int tm = 4, tn = 4;            // simt family: outputs per thread
+  bool gather_a = false;         // wgmma mode 1: A rows read through an index (cp.async), not TMA
 
   int threads() const;
   // Static shared memory is part of the kernel; this is the dynamic part for G groups, L local.

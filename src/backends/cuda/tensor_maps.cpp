@@ -42,11 +42,14 @@ Status encode_operand_maps(const KernelVariant& v, const core::GroupGemmProblem&
     return encode(maps.b, type, 3, rhs, dims, strides, box, "cuTensorMapEncodeTiled(rhs)");
   }
   // A: dims (k, m); rows lhs_m elements apart; boxes of 64 k x 64 rows (the kernel loads the
-  // second 64 rows of a tile only when the tile has rows there)
-  const cuuint64_t a_dims[2] = {cuuint64_t(p.k), cuuint64_t(p.m)};
-  const cuuint64_t a_strides[1] = {cuuint64_t(p.lhs_m) * kElem};
-  const cuuint32_t a_box[2] = {64, 64};
-  RAGDOT_RETURN_IF_ERROR(encode(maps.a, type, 2, lhs, a_dims, a_strides, a_box, "cuTensorMapEncodeTiled(lhs)"));
+  // second 64 rows of a tile only when the tile has rows there). Gathered rows are not TMA loads:
+  // that map stays zero and the kernel never reads it.
+  if (!v.gather_a) {
+    const cuuint64_t a_dims[2] = {cuuint64_t(p.k), cuuint64_t(p.m)};
+    const cuuint64_t a_strides[1] = {cuuint64_t(p.lhs_m) * kElem};
+    const cuuint32_t a_box[2] = {64, 64};
+    RAGDOT_RETURN_IF_ERROR(encode(maps.a, type, 2, lhs, a_dims, a_strides, a_box, "cuTensorMapEncodeTiled(lhs)"));
+  }
 
   const std::int64_t groups = p.rhs_g > 0 ? (p.rhs_elements + p.rhs_g - 1) / p.rhs_g : 1;
   if (v.b_k_major) {  // [g, n, k]: dims (k, n, g)
