@@ -187,7 +187,7 @@ __device__ __forceinline__ void moe_combine_token(const RagdotMoeRowsParams& p, 
         for (int i = 0; i < 8; ++i) acc[i] += v[i];
       }
       // kSlots slots' loads in flight before their sums, which stay in slot order
-      // (a slot without a row loads row 0 and adds nothing)
+      // (a slot without a row loads row 0 and adds nothing; slots past top_k load nothing)
       constexpr int kSlots = sizeof(S) == 2 ? 4 : 2;
       for (int j0 = 0; j0 < p.top_k; j0 += kSlots) {
         float u[kSlots][8];
@@ -195,7 +195,7 @@ __device__ __forceinline__ void moe_combine_token(const RagdotMoeRowsParams& p, 
 #pragma unroll
         for (int q = 0; q < kSlots; ++q) {
           row[q] = j0 + q < p.top_k ? row_of[j0 + q] : -1;
-          moe_load8(rows + (long long)(row[q] < 0 ? 0 : row[q]) * p.hidden + c, u[q]);
+          if (j0 + q < p.top_k) moe_load8(rows + (long long)(row[q] < 0 ? 0 : row[q]) * p.hidden + c, u[q]);
         }
 #pragma unroll
         for (int q = 0; q < kSlots; ++q) {
