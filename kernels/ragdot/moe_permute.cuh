@@ -186,24 +186,36 @@ __device__ __forceinline__ void moe_combine_token(const RagdotMoeRowsParams& p, 
 #pragma unroll
         for (int i = 0; i < 8; ++i) acc[i] += v[i];
       }
-      // kSlots slots' loads in flight before their sums, which stay in slot order
-      // (a slot without a row loads row 0 and adds nothing; slots past top_k load nothing)
+      // top_k a multiple of kSlots (qwen3, deepseek-v3: 8): kSlots slots' loads in flight before
+      // their sums, which keep slot order (a slot without a row loads row 0 and adds nothing).
+      // Otherwise (mixtral 2, Llama-4 1) one slot at a time: a batch would load unused rows.
       constexpr int kSlots = sizeof(S) == 2 ? 4 : 2;
-      for (int j0 = 0; j0 < p.top_k; j0 += kSlots) {
-        float u[kSlots][8];
-        int row[kSlots];
+      if (p.top_k % kSlots == 0) {
+        for (int j0 = 0; j0 < p.top_k; j0 += kSlots) {
+          float u[kSlots][8];
+          int row[kSlots];
 #pragma unroll
-        for (int q = 0; q < kSlots; ++q) {
-          row[q] = j0 + q < p.top_k ? row_of[j0 + q] : -1;
-          if (j0 + q < p.top_k) moe_load8(rows + (long long)(row[q] < 0 ? 0 : row[q]) * p.hidden + c, u[q]);
+          for (int q = 0; q < kSlots; ++q) {
+            row[q] = row_of[j0 + q];
+            moe_load8(rows + (long long)(row[q] < 0 ? 0 : row[q]) * p.hidden + c, u[q]);
+          }
+#pragma unroll
+          for (int q = 0; q < kSlots; ++q) {
+            // (w read before the skip: ptxas keeps this form in registers, at sm_80 too)
+            const float w = row[q] < 0 ? 0.0f : weights[j0 + q];
+            if (row[q] < 0) continue;
+#pragma unroll
+            for (int i = 0; i < 8; ++i) acc[i] += w * u[q][i];
+          }
         }
+      } else {
+        for (int j = 0; j < p.top_k; ++j) {
+          const int row = row_of[j];
+          if (row < 0) continue;
+          const float w = weights[j];
+          moe_load8(rows + (long long)row * p.hidden + c, v);
 #pragma unroll
-        for (int q = 0; q < kSlots; ++q) {
-          // (w read before the skip: ptxas keeps this form in registers, at sm_80 too)
-          const float w = row[q] < 0 ? 0.0f : weights[j0 + q];
-          if (row[q] < 0) continue;
-#pragma unroll
-          for (int i = 0; i < 8; ++i) acc[i] += w * u[q][i];
+          for (int i = 0; i < 8; ++i) acc[i] += w * v[i];
         }
       }
       moe_store8(out + c, acc);
