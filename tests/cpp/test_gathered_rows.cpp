@@ -1,11 +1,15 @@
 // Gathered lhs rows (PlanOptions::lhs_gather_rows): plans that read row i of the lhs as row
-// lhs_rows[i] of a table, on the host oracle, and the errors around them. The cuda backend's
+// lhs_rows[i] of a table, on the host backends (cpu_ref and cpu), and the errors around them. The cuda backend's
 // gathering kernels are checked in test_cuda_backend (HopperGatheredRows).
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <optional>
+#include <string>
+#include <utility>
 #include <vector>
 
+#include "isa_env.hpp"
 #include "ragdot/plan.hpp"
 #include "verify/check.hpp"
 
@@ -32,23 +36,49 @@ verify::Case gathered_case(std::int64_t m, std::int64_t k, std::int64_t n, std::
   return c;
 }
 
-TEST(GatheredRows, OracleMatchesTheRowsGatheredFirst) {
+// cpu_ref and cpu against the float64 reference of the rows gathered first: small cases, and
+// for cpu one with several row strips, k blocks and column panels, on one and two threads and
+// with every kernel family this machine has.
+TEST(GatheredRows, HostBackendsMatchTheRowsGatheredFirst) {
+  struct Shape {
+    std::int64_t m, k, n;
+    std::vector<std::int64_t> gs;
+    std::int64_t table;
+  };
+  const Shape shapes[] = {{40, 24, 16, {20, 0, 17, 3}, 11},
+                          {40, 24, 16, {40, 0, 0, 0}, 11},
+                          {40, 24, 16, {5, 0, 9, 0}, 11},
+                          {200, 1100, 300, {77, 0, 100, 13}, 150}};
   std::uint64_t seed = 1;
-  for (DType dt : {DType::kF32, DType::kBF16}) {
-    for (auto gs : {std::vector<std::int64_t>{20, 0, 17, 3}, std::vector<std::int64_t>{40, 0, 0, 0},
-                    std::vector<std::int64_t>{5, 0, 9, 0}}) {
-      const verify::Case c = gathered_case(40, 24, 16, gs, 11, dt, seed);
-      PlanOptions po;
-      po.backend = "cpu_ref";
-      const auto r = verify::check_case(c, po, seed++);
-      // the check gathers the rows itself for its float64 reference: only rounding to the output
-      // dtype may separate the two
-      EXPECT_TRUE(r.passed) << c.description << ": " << r.message;
+  std::vector<std::pair<std::string, std::string>> runs = {{"cpu_ref", ""}};
+  for (const std::string& isa : testing::isas_here()) runs.push_back({"cpu", isa});
+  for (const auto& [backend_name, isa] : runs) {
+    const char* backend = backend_name.c_str();
+    std::optional<testing::ScopedIsa> scoped;
+    if (!isa.empty()) scoped.emplace(isa);
+    for (int threads : {1, 2}) {
+      if (std::string(backend) == "cpu_ref" && threads == 2) continue;
+      for (DType dt : {DType::kF32, DType::kBF16}) {
+        for (const Shape& sh : shapes) {
+          if (std::string(backend) == "cpu_ref" && sh.k > 100) continue;  // the oracle's loops are slow
+          const verify::Case c = gathered_case(sh.m, sh.k, sh.n, sh.gs, sh.table, dt, seed);
+          PlanOptions po;
+          po.backend = backend;
+          po.num_threads = threads;
+          // the check gathers the rows itself for its float64 reference: only rounding to the
+          // output dtype may separate the two
+          const auto r = verify::check_case(c, po, seed++);
+          EXPECT_TRUE(r.passed) << backend << " " << isa << " " << threads << " threads, " << c.description << ": "
+                                << r.message
+                                << "\n  " << r.plan;
+          if (std::string(backend) == "cpu") EXPECT_NE(r.plan.find("+gathered-lhs"), std::string::npos) << r.plan;
+        }
+      }
     }
   }
 }
 
-TEST(GatheredRows, AutomaticChoiceSkipsBackendsThatCannotGather) {
+TEST(GatheredRows, BackendsThatCannotGatherAreNotChosen) {
   const verify::Case c = gathered_case(16, 8, 8, {8, 8}, 5, DType::kF32, 3);
   auto op = RaggedDot::create(c.spec);
   ASSERT_TRUE(op.ok());
@@ -57,8 +87,8 @@ TEST(GatheredRows, AutomaticChoiceSkipsBackendsThatCannotGather) {
   po.lhs_gather_rows = 5;
   auto plan = make_plan(*op, po);
   ASSERT_TRUE(plan.ok()) << plan.status().to_string();
-  EXPECT_EQ(plan->backend(), "cpu_ref");
-  for (const char* named : {"cpu", "padded"}) {
+  EXPECT_EQ(plan->backend(), "cpu");  // the first host backend, which gathers
+  for (const char* named : {"padded"}) {
     po.backend = named;
     auto refused = make_plan(*op, po);
     EXPECT_EQ(refused.status().code(), StatusCode::kUnsupported) << named;

@@ -72,7 +72,8 @@ class CpuPlan final : public detail::BackendPlan {
     const std::int64_t typical_m = p.mode == RaggedMode::kNonContracting && p.computed_groups > 0
                                        ? std::max<std::int64_t>(p.m / p.computed_groups, 1)
                                        : p.m;
-    driver_ = cpu::GemmDriver(isa, p.lhs_dtype, p.rhs_dtype, p.out_dtype, p.n, p.k, typical_m, threads);
+    driver_ = cpu::GemmDriver(isa, p.lhs_dtype, p.rhs_dtype, p.out_dtype, p.n, p.k, typical_m, threads,
+                              p.lhs_gather_rows.has_value());
 
     gs_rows_ = p.num_groups > 0 ? p.gs_elements / p.num_groups : 0;
     ws_.starts = 0;
@@ -93,6 +94,7 @@ class CpuPlan final : public detail::BackendPlan {
               " mchunk=" + std::to_string(b.m_chunk) +
               " threads=" + std::to_string(b.threads);
     if (p.lhs_relayout || lhs_transpose_) variant += " +lhs-copy";
+    if (p.lhs_gather_rows) variant += " +gathered-lhs";
     if (p.rhs_relayout) variant += " +rhs-copy";
   }
 
@@ -151,13 +153,19 @@ class CpuPlan final : public detail::BackendPlan {
           for (std::int64_t j = 0; j < L; ++j) {
             const std::int64_t s = rs[offset + j] * unit, e = rs[offset + j + 1] * unit;
             if (e <= s) continue;
+            const void* rj = rhs + std::size_t(ro + j * p_.rhs_g) * res;
+            void* oj = obase + std::size_t(s * p_.out_m) * oes;
+            if (p_.lhs_gather_rows) {  // rows [s, e) are table rows lhs_rows[s..e)
+              tasks[count++] = GemmTask{lhs, lhs_m_, 1, rj, p_.rhs_k, p_.rhs_n, oj, p_.out_m, p_.out_n, e - s, p_.k,
+                                        0, static_cast<const std::int32_t*>(a.lhs_rows.data) + s,
+                                        *p_.lhs_gather_rows};
+              continue;
+            }
             const std::int64_t a_off = lo + s * lhs_m_;
             const std::int64_t readable =
                 lhs_m_ > 0 && lhs_k_ == 1 ? (lhs_elements_ - 1 - a_off - (p_.k - 1)) / lhs_m_ + 1 : 0;
-            tasks[count++] = GemmTask{lhs + std::size_t(a_off) * les, lhs_m_, lhs_k_,
-                                      rhs + std::size_t(ro + j * p_.rhs_g) * res, p_.rhs_k, p_.rhs_n,
-                                      obase + std::size_t(s * p_.out_m) * oes, p_.out_m, p_.out_n, e - s, p_.k,
-                                      readable};
+            tasks[count++] = GemmTask{lhs + std::size_t(a_off) * les, lhs_m_, lhs_k_, rj, p_.rhs_k, p_.rhs_n, oj,
+                                      p_.out_m, p_.out_n, e - s, p_.k, readable};
           }
           break;
         }
@@ -201,6 +209,7 @@ class CpuBackend final : public Backend {
  public:
   std::string_view name() const override { return "cpu"; }
   MemorySpace memory_space() const override { return MemorySpace::kHost; }
+  bool gathers_lhs_rows() const override { return true; }
   Status available() const override { return Status::ok(); }
   std::string describe() const override {
     return cpu::describe_cpu() + ", " + std::to_string(env::num_threads()) + " threads";

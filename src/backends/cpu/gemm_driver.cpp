@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstring>
 
 namespace ragdot::cpu {
 
@@ -17,8 +18,8 @@ char* align_ptr(void* p) {
 }  // namespace
 
 GemmDriver::GemmDriver(const kernels::IsaKernels* isa, DType a_dtype, DType b_dtype, DType c_dtype, std::int64_t n,
-                       std::int64_t max_k, std::int64_t typical_m, int threads)
-    : isa_(isa), a_dtype_(a_dtype), b_dtype_(b_dtype), c_dtype_(c_dtype), n_(n) {
+                       std::int64_t max_k, std::int64_t typical_m, int threads, bool gathered_a)
+    : isa_(isa), a_dtype_(a_dtype), b_dtype_(b_dtype), c_dtype_(c_dtype), n_(n), gathered_a_(gathered_a) {
   blk_.threads = std::max(threads, 1);
   blk_.max_k = std::max<std::int64_t>(max_k, 1);
   // k blocks: a whole k when it is short, else blocks of kc_max (split evenly, k_align multiples)
@@ -37,7 +38,8 @@ GemmDriver::GemmDriver(const kernels::IsaKernels* isa, DType a_dtype, DType b_dt
   // cache each strip is packed again for every column panel of the unit's rows. The cache holds
   // every k block of the unit's rows (m_chunk x max_k, 2 MiB at k = 1024), up to a bound on
   // the scratch it adds per thread (k = 8192 at 512 rows).
-  blk_.cache_packed_a = isa->a_elem_bytes == 4 && (blk_.max_k * 4) % 4096 == 0;
+  // (Gathered rows are copied into a dense strip first: no 4 KiB strides to avoid.)
+  blk_.cache_packed_a = !gathered_a && isa->a_elem_bytes == 4 && (blk_.max_k * 4) % 4096 == 0;
   if (blk_.cache_packed_a && packed_a_bytes() > (std::size_t(20) << 20)) blk_.cache_packed_a = false;
 }
 
@@ -59,9 +61,13 @@ std::size_t GemmDriver::packed_a_bytes() const {
   return blk_.cache_packed_a ? std::size_t(blk_.m_chunk / isa_->mr * kblocks) * strip_bytes() : 0;
 }
 
+std::size_t GemmDriver::gather_bytes() const {
+  return gathered_a_ ? align_up(std::size_t(isa_->mr * blk_.kc) * dtype_size(a_dtype_)) : 0;
+}
+
 std::size_t GemmDriver::per_thread_bytes() const {
   // two panels: one in use, one being packed
-  return 2 * panel_bytes() + strip_bytes() + cblock_bytes() + packed_a_bytes();
+  return 2 * panel_bytes() + strip_bytes() + cblock_bytes() + packed_a_bytes() + gather_bytes();
 }
 
 std::size_t GemmDriver::scratch_bytes(std::int64_t max_tasks) const {
@@ -129,6 +135,7 @@ void GemmDriver::run(const GemmTask* tasks, std::int64_t count, void* scratch) c
     void* strip = mine + 2 * panel_bytes();
     float* cblock = reinterpret_cast<float*>(static_cast<char*>(strip) + strip_bytes());
     char* packed_a = reinterpret_cast<char*>(cblock) + cblock_bytes();
+    char* gathered = packed_a + packed_a_bytes();  // a strip's gathered rows (gathered_a)
     // what packed_a holds: the strips of rows [m0, m1) of one task, packed with these strides
     const GemmTask* cached_task = nullptr;
     std::int64_t cached_m0 = -1;
@@ -188,12 +195,29 @@ void GemmDriver::run(const GemmTask* tasks, std::int64_t count, void* scratch) c
         for (std::int64_t r0 = x.m0; r0 < x.m1; r0 += isa.mr, ++s) {
           const std::int64_t rows = std::min<std::int64_t>(isa.mr, x.m1 - r0);
           const char* arow = static_cast<const char*>(task.a) + std::size_t(r0 * task.a_rs + k0 * task.a_cs) * a_es;
-          const void* a = arow;
           std::int64_t ars = task.a_rs, acs = task.a_cs;
-          if (!(direct && (rows == isa.mr || r0 + isa.mr <= task.a_rows_readable))) {
+          bool in_place = direct && (rows == isa.mr || r0 + isa.mr <= task.a_rows_readable);
+          if (task.a_rows) {  // the strip's rows, k block [k0, k0 + klen), side by side
+            const std::size_t row_bytes = std::size_t(klen) * a_es;
+            for (std::int64_t r = 0; r < rows; ++r) {
+              const std::int64_t i = task.a_rows[r0 + r];
+              char* to = gathered + std::size_t(r) * row_bytes;
+              if (i < 0 || i >= task.a_table_rows) {
+                std::memset(to, 0, row_bytes);  // zero bits are 0.0 in every float dtype
+              } else {
+                std::memcpy(to, static_cast<const char*>(task.a) + std::size_t(i * task.a_rs + k0) * a_es, row_bytes);
+              }
+            }
+            arow = gathered;
+            ars = klen;
+            acs = 1;
+            in_place = rows == isa.mr && isa.a_direct({gathered, klen, 1, a_dtype_}, klen);
+          }
+          const void* a = arow;
+          if (!in_place) {
             void* dst = use_cache ? cache_kb + std::size_t(s) * strip_bytes() : strip;
             kernels::StripStrides& known = cached_strides[klen == kc ? 0 : 1];
-            if (!cache_hit) known = isa.pack_a({arow, task.a_rs, task.a_cs, a_dtype_}, rows, klen, dst);
+            if (!cache_hit) known = isa.pack_a({arow, ars, acs, a_dtype_}, rows, klen, dst);
             const kernels::StripStrides packed = known;
             ars = packed.row;
             acs = packed.col;

@@ -24,6 +24,10 @@ struct GemmTask {
   // Rows of A that may be read from `a` (>= m): a short last strip reads rows past m in place
   // (their results are dropped) instead of copying them, while they stay inside the buffer.
   std::int64_t a_rows_readable = 0;
+  // Gathered A (a driver made with gathered_a): row r is row a_rows[r] of the table at `a` (rows
+  // a_rs apart, a_cs = 1); an index outside [0, a_table_rows) is a row of zeros.
+  const std::int32_t* a_rows = nullptr;
+  std::int64_t a_table_rows = 0;
 };
 
 struct GemmBlocking {
@@ -42,8 +46,10 @@ struct GemmBlocking {
 class GemmDriver {
  public:
   GemmDriver() = default;
+  // gathered_a: tasks may read A through a row index (GemmTask::a_rows); each thread then copies
+  // a strip's rows into a buffer of its own before packing or reading them.
   GemmDriver(const kernels::IsaKernels* isa, DType a_dtype, DType b_dtype, DType c_dtype, std::int64_t n,
-             std::int64_t max_k, std::int64_t typical_m, int threads);
+             std::int64_t max_k, std::int64_t typical_m, int threads, bool gathered_a = false);
 
   const kernels::IsaKernels& isa() const { return *isa_; }
   const GemmBlocking& blocking() const { return blk_; }
@@ -58,10 +64,12 @@ class GemmDriver {
   std::size_t strip_bytes() const;
   std::size_t cblock_bytes() const;
   std::size_t packed_a_bytes() const;  // one unit's packed strips, when cache_packed_a
+  std::size_t gather_bytes() const;    // one strip of gathered rows, when gathered_a
 
   const kernels::IsaKernels* isa_ = nullptr;
   DType a_dtype_ = DType::kF32, b_dtype_ = DType::kF32, c_dtype_ = DType::kF32;
   std::int64_t n_ = 0;
+  bool gathered_a_ = false;
   GemmBlocking blk_;
 };
 
