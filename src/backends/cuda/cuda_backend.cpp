@@ -240,8 +240,10 @@ class CudaBackend final : public Backend {
     RAGDOT_RETURN_IF_ERROR(available());
     const auto& p = r.problem;
     RAGDOT_ASSIGN_OR_RETURN(const Device* dev, cuda::device(r.options.device));
-    RAGDOT_ASSIGN_OR_RETURN(KernelVariant v, cuda::choose_variant(p, dev->traits));
-    if (auto spec = env::cuda_variant()) {
+    const std::optional<std::string> spec = env::cuda_variant();
+    RAGDOT_ASSIGN_OR_RETURN(KernelVariant v,
+                            cuda::choose_variant(p, dev->traits, spec && cuda::small_groups_on_wgmma(*spec)));
+    if (spec) {
       RAGDOT_ASSIGN_OR_RETURN(v, cuda::override_variant(v, *spec, dev->traits));
     }
     RAGDOT_ASSIGN_OR_RETURN(std::shared_ptr<const LoadedKernel> k, cuda::load_kernel(*dev, v));

@@ -209,7 +209,7 @@ std::string arch_for(const DeviceTraits& d) {
   return a;
 }
 
-Result<KernelVariant> choose_variant(const core::GroupGemmProblem& p, const DeviceTraits& d) {
+Result<KernelVariant> choose_variant(const core::GroupGemmProblem& p, const DeviceTraits& d, bool wgmma_small_groups) {
   if (!p.reduce.empty()) return unsupported("group sizes vary along a contracted dimension");
   if (int(p.outer.size()) > kMaxOuterRank) return unsupported("more than 6 batch-like dimensions");
   if (p.outer_count() > kMaxOuterCount) return unsupported("more than 65535 batch entries");
@@ -250,7 +250,7 @@ Result<KernelVariant> choose_variant(const core::GroupGemmProblem& p, const Devi
   // Hopper: the TMA + wgmma family takes the MoE forward and data-gradient GEMMs (mode 1) and
   // the weight gradient (mode 2), one batch. Tensor maps need 16-byte strides, which the mma
   // rules (multiples of 8) already imply.
-  const bool wgmma_mode1 = mode == 1 && !small_m && p.rhs_g > 0;
+  const bool wgmma_mode1 = mode == 1 && (!small_m || wgmma_small_groups) && p.rhs_g > 0;
   const bool gather = p.lhs_gather_rows.has_value();
   // a tensor map needs at least one row (an empty table is every row zero: the caller's to skip)
   if (gather && *p.lhs_gather_rows < 1) return unsupported("gathered lhs rows from an empty table");
@@ -279,6 +279,12 @@ Result<KernelVariant> override_variant(const KernelVariant& v, const std::string
     const auto eq = item.find('=');
     const std::string key = item.substr(0, eq);
     const std::string text = eq == std::string::npos ? "" : item.substr(eq + 1);
+    if (key == "small_groups") {  // applied when the variant is chosen (small_groups_on_wgmma)
+      if (text != "wgmma" && text != "mma") {
+        return invalid_argument("RAGDOT_CUDA_VARIANT: small_groups must be wgmma or mma, got '" + text + "'");
+      }
+      continue;
+    }
     char* end = nullptr;
     const long value = std::strtol(text.c_str(), &end, 10);
     if (text.empty() || *end != '\0') return invalid_argument("RAGDOT_CUDA_VARIANT: '" + item + "' is not key=integer");
@@ -289,7 +295,7 @@ Result<KernelVariant> override_variant(const KernelVariant& v, const std::string
       if (value < 2 || value > 8) return invalid_argument("RAGDOT_CUDA_VARIANT: stages must be 2 to 8, got " + text);
       stages = int(value);
     } else {
-      return invalid_argument("RAGDOT_CUDA_VARIANT: unknown key '" + key + "' (known: bn, stages)");
+      return invalid_argument("RAGDOT_CUDA_VARIANT: unknown key '" + key + "' (known: bn, stages, small_groups)");
     }
   }
   // A key the chosen family does not have leaves it as it is: one setting can then stand for a
@@ -303,6 +309,17 @@ Result<KernelVariant> override_variant(const KernelVariant& v, const std::string
   if (out.dynamic_smem_bytes(kMaxGroupsPlusLocal / 2, kMaxGroupsPlusLocal / 2) > d.max_dynamic_smem)
     return invalid_argument("RAGDOT_CUDA_VARIANT: " + out.name() + " needs more shared memory than the device has");
   return out;
+}
+
+bool small_groups_on_wgmma(const std::string& spec) {
+  std::istringstream items(spec);
+  std::string item;
+  bool wgmma = false;
+  while (std::getline(items, item, ',')) {
+    if (item == "small_groups=wgmma") wgmma = true;
+    if (item == "small_groups=mma") wgmma = false;
+  }
+  return wgmma;
 }
 
 std::vector<KernelVariant> all_variants(const DeviceTraits& d) {
