@@ -150,18 +150,19 @@ TEST(CudaCodegen, PlannerPicksTensorCoresForMoeLayouts) {
   EXPECT_EQ(v->family, KernelFamily::kWgmma);
   EXPECT_TRUE(v->b_k_major);
   {
-    auto decode = p;  // 8 rows per expert: the small-tile mma family
+    auto decode = p;  // 8 rows per expert: on Hopper the wgmma family (TMA streams the weights)
     decode.m = decode.ragged_extent = 64;
     v = choose_variant(decode, h);
     ASSERT_TRUE(v.ok());
+    EXPECT_EQ(v->family, KernelFamily::kWgmma) << v->name();
+    v = choose_variant(decode, h, /*wgmma_small_groups=*/false);  // RAGDOT_CUDA_VARIANT=small_groups=mma
+    ASSERT_TRUE(v.ok());
+    EXPECT_EQ(v->family, KernelFamily::kMmaSync) << v->name();
+    EXPECT_EQ(v->bm, 64);  // the small-tile mma variant
+    v = choose_variant(decode, a100);  // off Hopper: the small-tile mma variant
+    ASSERT_TRUE(v.ok());
     EXPECT_EQ(v->family, KernelFamily::kMmaSync) << v->name();
     EXPECT_EQ(v->bm, 64);
-    v = choose_variant(decode, h, /*wgmma_small_groups=*/true);  // RAGDOT_CUDA_VARIANT=small_groups=wgmma
-    ASSERT_TRUE(v.ok());
-    EXPECT_EQ(v->family, KernelFamily::kWgmma) << v->name();
-    v = choose_variant(decode, a100, true);  // not off Hopper
-    ASSERT_TRUE(v.ok());
-    EXPECT_EQ(v->family, KernelFamily::kMmaSync) << v->name();
   }
   {
     // the weight gradient: lhs [T, K] and the output gradient [T, N], both ragged along the
@@ -254,10 +255,11 @@ TEST(CudaCodegen, VariantOverrideChangesTheTileOrSaysWhatIsWrong) {
   EXPECT_EQ(*same, *simt);
   EXPECT_FALSE(override_variant(*simt, "bn=100", hopper).ok());  // but a bad value is still an error
   // small_groups: accepted here, applied by choose_variant (PlannerPicksTensorCoresForMoeLayouts)
-  EXPECT_TRUE(override_variant(*wgmma, "small_groups=wgmma,bn=128", hopper).ok());
+  EXPECT_TRUE(override_variant(*wgmma, "small_groups=mma,bn=128", hopper).ok());
   EXPECT_FALSE(override_variant(*wgmma, "small_groups=1", hopper).ok());
-  EXPECT_TRUE(small_groups_on_wgmma("bn=128,small_groups=wgmma"));
-  EXPECT_FALSE(small_groups_on_wgmma("small_groups=wgmma,small_groups=mma"));
+  EXPECT_TRUE(small_groups_on_wgmma("bn=128"));
+  EXPECT_FALSE(small_groups_on_wgmma("bn=128,small_groups=mma"));
+  EXPECT_TRUE(small_groups_on_wgmma("small_groups=mma,small_groups=wgmma"));
 }
 
 // The Hopper variants must really run on the wgmma tensor-core path (HGMMA in the machine code),

@@ -246,6 +246,10 @@ Result<KernelVariant> choose_variant(const core::GroupGemmProblem& p, const Devi
     b_k = b_k_ok;
   }
   const std::int64_t groups = std::max<std::int64_t>(p.computed_groups, 1);
+  // Fewer than ~96 rows per group (decode): the weights' bytes bound the time. On Hopper the wgmma
+  // family streams them through TMA faster than mma.sync's cp.async (H200: deepseek-v3 decode
+  // 3.43 against 4.30 ms, mixtral 0.45 against 0.51-0.65 ms, bench/RESULTS.md), so it takes
+  // those too unless told otherwise; elsewhere mma.sync's 64-row tile halves the wasted rows.
   const bool small_m = mode == 1 && p.m / groups < 96;
   // Hopper: the TMA + wgmma family takes the MoE forward and data-gradient GEMMs (mode 1) and
   // the weight gradient (mode 2), one batch. Tensor maps need 16-byte strides, which the mma
@@ -314,7 +318,7 @@ Result<KernelVariant> override_variant(const KernelVariant& v, const std::string
 bool small_groups_on_wgmma(const std::string& spec) {
   std::istringstream items(spec);
   std::string item;
-  bool wgmma = false;
+  bool wgmma = true;
   while (std::getline(items, item, ',')) {
     if (item == "small_groups=wgmma") wgmma = true;
     if (item == "small_groups=mma") wgmma = false;

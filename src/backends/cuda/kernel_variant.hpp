@@ -48,16 +48,16 @@ struct DeviceTraits {
 
 // Picks the variant for a canonical problem on a device, or says why the cuda backend does not
 // take it (the caller then falls through to the next backend). wgmma_small_groups: mode 1 with
-// fewer than ~96 rows per group (decode) on the Hopper family too, instead of mma.sync.
+// fewer than ~96 rows per group (decode) on the Hopper family too (the default); false: mma.sync.
 Result<KernelVariant> choose_variant(const core::GroupGemmProblem& p, const DeviceTraits& device,
-                                     bool wgmma_small_groups = false);
+                                     bool wgmma_small_groups = true);
 
 // Applies a tuning override ("bn=128,stages=6"; RAGDOT_CUDA_VARIANT) to a chosen variant: `bn`
 // (wgmma family: 64, 128, 192 or 256; the stage count is refitted) and `stages` (mma and wgmma
 // families: 2 to 8, as far as shared memory allows; applied after bn). A key the variant's family
 // does not have is ignored; an unknown key or a value out of range is an error that names it, so
-// a typo never silently measures the default. `small_groups=wgmma` (or `mma`) is accepted here and
-// applied by choose_variant (small_groups_on_wgmma reads it).
+// a typo never silently measures the default. `small_groups=mma` (or `wgmma`, the default) is
+// accepted here and applied by choose_variant (small_groups_on_wgmma reads it: true unless mma).
 Result<KernelVariant> override_variant(const KernelVariant& v, const std::string& spec, const DeviceTraits& device);
 bool small_groups_on_wgmma(const std::string& spec);
 
