@@ -51,7 +51,36 @@ def ragged_dot_general(lhs, rhs, group_sizes, ragged_dot_dimension_numbers, prec
 
 
 def ragged_dot(lhs, rhs, group_sizes, precision=None, preferred_element_type=None, group_offset=None, *,
-               backend: Optional[str] = None):
-    """jax.lax.ragged_dot: lhs [m, k], rhs [g, k, n], group_sizes [g] -> [m, n]."""
-    return ragged_dot_general(lhs, rhs, group_sizes, RAGGED_DOT, precision, preferred_element_type, group_offset,
-                              backend=backend)
+               backend: Optional[str] = None, lhs_rows=None):
+    """jax.lax.ragged_dot: lhs [m, k], rhs [g, k, n], group_sizes [g] -> [m, n].
+
+    `lhs_rows` (a 1-D int32 array of m indices, same framework and device) makes `lhs` a table of
+    rows [r, k] read through it: row i of the product's lhs is lhs[lhs_rows[i]], and an index
+    outside [0, r) reads a row of zeros. An MoE layer passes its tokens and their expert-sorted
+    order this way instead of building the sorted copy. Backends: cpu, cpu_ref, and cuda on Hopper.
+    """
+    if lhs_rows is None:
+        return ragged_dot_general(lhs, rhs, group_sizes, RAGGED_DOT, precision, preferred_element_type,
+                                  group_offset, backend=backend)
+    fw = framework_of(lhs)
+    lhs, rhs, group_sizes, lhs_rows = fw.adopt(lhs), fw.adopt(rhs), fw.adopt(group_sizes), fw.adopt(lhs_rows)
+    if len(lhs.shape) != 2 or len(lhs_rows.shape) != 1:
+        raise ValueError("with lhs_rows, lhs is a 2-D table of rows [r, k] and lhs_rows a 1-D index [m]")
+    if str(lhs_rows.dtype) not in ("int32", "torch.int32"):
+        raise TypeError(f"lhs_rows must be int32, got {lhs_rows.dtype}")
+    offset, local_groups = None, None
+    if group_offset is not None:
+        local_groups = default_local_groups(RAGGED_DOT, rhs.shape, group_sizes.shape, None)
+        offset = fw.int32(group_offset, lhs)
+    gathered_shape = (int(lhs_rows.shape[0]), int(lhs.shape[1]))
+    spec = spec_args(gathered_shape, lhs.dtype, rhs.shape, rhs.dtype, group_sizes.shape, group_sizes.dtype,
+                     RAGGED_DOT, preferred_element_type, local_groups)
+    out_shape, out_dtype, _ = describe(spec)
+    out = fw.empty(out_shape, out_dtype, lhs)
+    ws_bytes = (_native.workspace_bytes(spec, fw.buffer(out), backend or "", int(lhs.shape[0]))
+                if fw.on_device(out) else 0)
+    workspace = fw.workspace(ws_bytes, lhs) if ws_bytes else None
+    _native.execute(spec, fw.buffer(lhs), fw.buffer(rhs), fw.buffer(group_sizes),
+                    None if offset is None else fw.buffer(offset), fw.buffer(out), backend or "", fw.stream(lhs),
+                    workspace, fw.buffer(lhs_rows))
+    return out

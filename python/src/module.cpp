@@ -82,12 +82,16 @@ NB_MODULE(_ragdot, m) {
   m.def(
       "execute",
       [](const SpecArgs& spec, InArray lhs, InArray rhs, InArray group_sizes, std::optional<InArray> group_offset,
-         OutArray out, const std::string& backend, std::uintptr_t stream, std::optional<OutArray> workspace) {
-        execute_arrays(spec, ArrayCall{lhs, rhs, group_sizes, group_offset, out, workspace}, backend, stream);
+         OutArray out, const std::string& backend, std::uintptr_t stream, std::optional<OutArray> workspace,
+         std::optional<InArray> lhs_rows) {
+        execute_arrays(spec, ArrayCall{lhs, rhs, group_sizes, group_offset, out, workspace, lhs_rows}, backend,
+                       stream);
       },
       nb::arg("spec"), nb::arg("lhs"), nb::arg("rhs"), nb::arg("group_sizes"), nb::arg("group_offset").none(),
-      nb::arg("out"), nb::arg("backend") = "", nb::arg("stream") = 0, nb::arg("workspace").none() = nb::none());
-  m.def("workspace_bytes", &workspace_bytes, nb::arg("spec"), nb::arg("out"), nb::arg("backend") = "");
+      nb::arg("out"), nb::arg("backend") = "", nb::arg("stream") = 0, nb::arg("workspace").none() = nb::none(),
+      nb::arg("lhs_rows").none() = nb::none());
+  m.def("workspace_bytes", &workspace_bytes, nb::arg("spec"), nb::arg("out"), nb::arg("backend") = "",
+        nb::arg("lhs_gather_rows").none() = nb::none());
   m.def("ffi_device_workspace_bytes", &ffi_device_workspace_bytes, nb::arg("spec"));
   m.def("backends", &backends);
   m.def("plan_cache_size", &plan_cache_size);

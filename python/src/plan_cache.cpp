@@ -27,6 +27,7 @@ std::string signature_key(const RaggedDotSpec& s, const PlanTarget& t) {
   os << (s.preferred_element_type ? dtype_name(*s.preferred_element_type) : "-") << '|';
   os << (s.group_offset ? s.group_offset->local_groups : -1) << '|';
   os << (t.memory_space ? memory_space_name(*t.memory_space) : "-") << '|' << t.backend << '|' << t.device;
+  os << '|' << t.lhs_gather_rows.value_or(-1);
   return os.str();
 }
 
@@ -56,6 +57,7 @@ Result<Plan> cached_plan(const RaggedDotSpec& spec, const PlanTarget& target) {
   options.backend = target.backend;
   options.memory_space = target.memory_space;
   options.device = target.device;
+  options.lhs_gather_rows = target.lhs_gather_rows;
   RAGDOT_ASSIGN_OR_RETURN(Plan plan, make_plan(op, options));
   std::lock_guard<std::mutex> lock(c.mu);
   return c.plans.emplace(key, std::move(plan)).first->second;

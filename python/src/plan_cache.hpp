@@ -3,6 +3,7 @@
 // step of a training loop, each XLA execution) only looks it up.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -14,6 +15,7 @@ struct PlanTarget {
   std::optional<MemorySpace> memory_space;  // restricts automatic choice (the FFI handlers)
   std::string backend;                      // empty: automatic
   int device = 0;
+  std::optional<std::int64_t> lhs_gather_rows;  // PlanOptions::lhs_gather_rows (a table of rows)
 };
 
 // The cached plan for `spec` on `target`, made on first use. Thread-safe: XLA may run handlers
