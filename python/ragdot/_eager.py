@@ -40,13 +40,19 @@ def ragged_dot_general(lhs, rhs, group_sizes, ragged_dot_dimension_numbers, prec
         wide = ragged_dot_general(lhs, rhs, group_sizes, batched.dims, None, "float32", group_offset,
                                   local_groups=local_groups, backend=backend)
         return fw.sum_as(wide, batched.sum_axes, out_dtype)
+    return _run(fw, spec, out_shape, out_dtype, lhs, rhs, group_sizes, offset, backend)
+
+
+def _run(fw, spec, out_shape, out_dtype, lhs, rhs, group_sizes, offset, backend, lhs_rows=None):
+    """Allocates the output (and any device workspace) in the arrays' framework and executes."""
     out = fw.empty(out_shape, out_dtype, lhs)
     # GPU plans may need workspace (an operand's relayout copy); it comes from the arrays' framework
-    ws_bytes = _native.workspace_bytes(spec, fw.buffer(out), backend or "") if fw.on_device(out) else 0
+    table_rows = None if lhs_rows is None else int(lhs.shape[0])
+    ws_bytes = _native.workspace_bytes(spec, fw.buffer(out), backend or "", table_rows) if fw.on_device(out) else 0
     workspace = fw.workspace(ws_bytes, lhs) if ws_bytes else None
     _native.execute(spec, fw.buffer(lhs), fw.buffer(rhs), fw.buffer(group_sizes),
                     None if offset is None else fw.buffer(offset), fw.buffer(out), backend or "", fw.stream(lhs),
-                    workspace)
+                    workspace, None if lhs_rows is None else fw.buffer(lhs_rows))
     return out
 
 
@@ -76,11 +82,4 @@ def ragged_dot(lhs, rhs, group_sizes, precision=None, preferred_element_type=Non
     spec = spec_args(gathered_shape, lhs.dtype, rhs.shape, rhs.dtype, group_sizes.shape, group_sizes.dtype,
                      RAGGED_DOT, preferred_element_type, local_groups)
     out_shape, out_dtype, _ = describe(spec)
-    out = fw.empty(out_shape, out_dtype, lhs)
-    ws_bytes = (_native.workspace_bytes(spec, fw.buffer(out), backend or "", int(lhs.shape[0]))
-                if fw.on_device(out) else 0)
-    workspace = fw.workspace(ws_bytes, lhs) if ws_bytes else None
-    _native.execute(spec, fw.buffer(lhs), fw.buffer(rhs), fw.buffer(group_sizes),
-                    None if offset is None else fw.buffer(offset), fw.buffer(out), backend or "", fw.stream(lhs),
-                    workspace, fw.buffer(lhs_rows))
-    return out
+    return _run(fw, spec, out_shape, out_dtype, lhs, rhs, group_sizes, offset, backend, lhs_rows)

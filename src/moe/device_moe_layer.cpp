@@ -172,8 +172,7 @@ struct DeviceMoeLayer::State {
     cv.take(b.group_sizes, e * 4);
     cv.take(b.row_of, m4);
     cv.take(b.pair_of, m4);
-    cv.take(b.token_of, gathered_up ? m4 : 0);
-    if (!gathered_up) b.token_of = nullptr;  // the sort writes token_of only where it is not null
+    if (gathered_up) cv.take(b.token_of, m4);  // else null: the sort then writes no token index
     cv.take(b.bad, 4);
     cv.take(b.sort_ws, perm->sort_workspace_bytes());
     cv.take(b.one_group, 4);
@@ -211,18 +210,9 @@ struct DeviceMoeLayer::State {
 
   // The routed up projection on rows gathered from x by b.token_of.
   Status gathered_up_gemm(const void* x, const void* w_up, CUstream stream) const {
-    const Plan& plan = plans[std::size_t(kRouted + kFfnUp)];
-    const RaggedDotSpec& spec = plan.op().spec();
-    const MemorySpace dev = MemorySpace::kDevice;
-    ExecuteArgs a;
-    a.lhs = {x, std::size_t(t * c.hidden) * kActBytes, dev};
-    a.lhs_rows = {b.token_of, std::size_t(m) * 4, dev};
-    a.rhs = {w_up, spec.rhs.num_bytes(), dev};
-    a.group_sizes = {b.group_sizes, spec.group_sizes.num_bytes(), dev};
-    a.out = {b.up, plan.op().out().num_bytes(), dev};
-    a.workspace = {b.ws, ws_bytes, dev};
-    a.stream = stream;
-    return plan.execute(a);
+    const GatheredLhs tokens{std::size_t(t * c.hidden) * kActBytes, b.token_of};
+    return run_plan(plans[std::size_t(kRouted + kFfnUp)], x, w_up, b.group_sizes, b.up,
+                    {b.ws, ws_bytes, MemorySpace::kDevice}, stream, nullptr, &tokens);
   }
 
   Status forward(const void* x, const DeviceMoeParams& p, void* y, CUstream st, StepMarks* mk) {

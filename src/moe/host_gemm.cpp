@@ -79,11 +79,12 @@ Status run_host(const Plan& plan, const float* lhs, const float* rhs, const std:
 }
 
 Status run_plan(const Plan& plan, const void* lhs, const void* rhs, const void* gs, void* out, MutableBuffer ws,
-                void* stream, ExecuteReport* report) {
+                void* stream, ExecuteReport* report, const GatheredLhs* gathered) {
   const RaggedDotSpec& s = plan.op().spec();
   const MemorySpace space = plan.memory_space();
   ExecuteArgs a;
-  a.lhs = {lhs, s.lhs.num_bytes(), space};
+  a.lhs = {lhs, gathered ? gathered->table_bytes : s.lhs.num_bytes(), space};
+  if (gathered) a.lhs_rows = {gathered->rows, std::size_t(s.lhs.shape[0]) * 4, space};
   a.rhs = {rhs, s.rhs.num_bytes(), space};
   a.group_sizes = {gs, s.group_sizes.num_bytes(), space};
   a.out = {out, plan.op().out().num_bytes(), space};

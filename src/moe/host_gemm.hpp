@@ -52,8 +52,16 @@ Result<Plan> plan_host(const RaggedDotSpec& spec, const PlanOptions& options, Ho
 // Runs a plan_host plan on host f32 buffers, group sizes int64.
 Status run_host(const Plan& plan, const float* lhs, const float* rhs, const std::int64_t* gs, float* out,
                 MutableBuffer ws, ExecuteReport* report = nullptr);
-// Runs a plan on buffers of its memory space, sized as its op says; `stream` for device plans.
+// The lhs of a plan made with PlanOptions::lhs_gather_rows: a table of rows and the int32 index
+// (one entry per row of the op's lhs) through which the plan reads it.
+struct GatheredLhs {
+  std::size_t table_bytes = 0;
+  const void* rows = nullptr;
+};
+
+// Runs a plan on buffers of its memory space, sized as its op says (lhs: the table, when
+// `gathered` says so); `stream` for device plans.
 Status run_plan(const Plan& plan, const void* lhs, const void* rhs, const void* gs, void* out, MutableBuffer ws,
-                void* stream, ExecuteReport* report = nullptr);
+                void* stream, ExecuteReport* report = nullptr, const GatheredLhs* gathered = nullptr);
 
 }  // namespace ragdot::moe

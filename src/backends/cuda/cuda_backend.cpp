@@ -242,7 +242,7 @@ class CudaBackend final : public Backend {
     RAGDOT_ASSIGN_OR_RETURN(const Device* dev, cuda::device(r.options.device));
     const std::optional<std::string> spec = env::cuda_variant();
     RAGDOT_ASSIGN_OR_RETURN(KernelVariant v,
-                            cuda::choose_variant(p, dev->traits, !spec || cuda::small_groups_on_wgmma(*spec)));
+                            cuda::choose_variant(p, dev->traits, cuda::small_groups_on_wgmma(spec.value_or(""))));
     if (spec) {
       RAGDOT_ASSIGN_OR_RETURN(v, cuda::override_variant(v, *spec, dev->traits));
     }

@@ -256,7 +256,7 @@ Result<KernelVariant> choose_variant(const core::GroupGemmProblem& p, const Devi
   // rules (multiples of 8) already imply.
   const bool wgmma_mode1 = mode == 1 && (!small_m || wgmma_small_groups) && p.rhs_g > 0;
   const bool gather = p.lhs_gather_rows.has_value();
-  // a tensor map needs at least one row (an empty table is every row zero: the caller's to skip)
+  // an empty table makes every row zero, and may be a null pointer: the caller's to skip
   if (gather && *p.lhs_gather_rows < 1) return unsupported("gathered lhs rows from an empty table");
   if (mma && (wgmma_mode1 || mode == 2) && is_hopper(d) && p.is_single_batch()) {
     KernelVariant v = wgmma_variant(mode, p.lhs_dtype, p.out_dtype, b_k, p.n >= 256 ? 256 : 128, d, gather);
@@ -264,8 +264,7 @@ Result<KernelVariant> choose_variant(const core::GroupGemmProblem& p, const Devi
   }
   // Only the wgmma family reads A through a row index; elsewhere the caller gathers first.
   if (gather) {
-    return unsupported("gathered lhs rows need the Hopper wgmma family (16-bit inputs, sm_90, groups of 96 rows or "
-                       "more on average)");
+    return unsupported("gathered lhs rows need the Hopper wgmma family (sm_90a, 16-bit inputs, one batch)");
   }
   if (mma) {
     KernelVariant v = mma_variant(mode, p.lhs_dtype, p.out_dtype, a_k, b_k, small_m, d);
