@@ -76,6 +76,21 @@ def main():
         lines.append(f"- {r['name']} skew {r['skew']}: cublas {f(b.get('ragdot_cublas'), 3)} of "
                      f"{f(r['tflops'].get('ragdot_cublas') and r['ms']['ragdot_cublas'], 3)}, padded {f(b.get('ragdot_padded_gpu'), 3)} of "
                      f"{f(r['tflops'].get('ragdot_padded_gpu') and r['ms']['ragdot_padded_gpu'], 3)}")
+    swept = [r for r in rows if r.get("sweep")]
+    if swept:
+        lines += ["", "Variant sweep (RAGDOT_CUDA_VARIANT overrides, same process and operands; ms, and the "
+                  "planner's choice / the override: above 1 the override is faster):", "",
+                  "| case | skew | planner's choice | " + " | ".join(s["spec"] for s in swept[0]["sweep"]) + " |",
+                  "|---|---|---|" + "---|" * len(swept[0]["sweep"])]
+        for r in swept:
+            base = r["ms"]["ragdot"]
+            cells = []
+            for s in r["sweep"]:
+                if s.get("error") or not s.get("ms") or s["ms"] <= 0:
+                    cells.append("failed: " + (s.get("error") or "?")[:40])
+                else:
+                    cells.append(f"{s['ms']:.3f} ({base / s['ms']:.2f})")
+            lines.append(f"| {r['name']} | {r['skew']:.1f} | {base:.3f} | " + " | ".join(cells) + " |")
     lines += ["", "JIT: first compile / disk-cache load / memory-cache plan, per case (ms):", ""]
     for r in rows:
         lines.append(f"- {r['name']} skew {r['skew']}: {r['plan_compile_ms']:.0f} / {r['plan_disk_cache_ms']:.2f} / "

@@ -4,20 +4,24 @@
 # Uses the programs in .devbin/ (scripts/gpu_bundle.sh) when they run here, else builds them.
 #
 #   OUT=/some/dir scripts/gpu_check.sh [--no-tests] [--no-sanitizer] [--no-bench] [--quick] [--python]
-#                                      [--skip REGEX]
+#                                      [--skip REGEX] [--sweep SPECS]
 #
 # --skip leaves out the GPU tests whose Suite.Name matches REGEX (e.g. a slow one already run).
+# --sweep times the cuda backend again under each RAGDOT_CUDA_VARIANT override in SPECS
+# (';'-separated) beside the planner's choice, on every benchmark case (default "cluster=2": the
+# Hopper family's CTA pairs; "" for none).
 # --python adds, after everything else, the Python bindings' GPU tests and MoE step benchmark
 # (scripts/gpu_python.sh; needs nanobind, jax with CUDA, and PyTorch or CuPy installed there).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . scripts/gpu_log.sh log.txt
-run_tests=1 run_bench=1 run_sanitizer=1 run_python=0 quick="" skip='^$'
+run_tests=1 run_bench=1 run_sanitizer=1 run_python=0 quick="" skip='^$' sweep='cluster=2'
 while [ $# -gt 0 ]; do
   a=$1
   shift
   case $a in
     --skip) skip=$1; shift ;;
+    --sweep) sweep=$1; shift ;;
     --no-tests) run_tests=0 ;;
     --no-bench) run_bench=0 ;;
     --no-sanitizer) run_sanitizer=0 ;;
@@ -65,7 +69,9 @@ if [ $run_tests = 1 ]; then
 fi
 if [ $run_bench = 1 ]; then
   say "benchmark: ragdot + cuBLAS peers"
-  timeout 300 "$BIN/gpu_bench" --json "$OUT/bench_ragdot.json" $quick 2>&1 | tee -a "$LOG" >&2
+  sweep_args=()
+  [ -n "$sweep" ] && sweep_args=(--sweep "$sweep")
+  timeout 400 "$BIN/gpu_bench" --json "$OUT/bench_ragdot.json" $quick "${sweep_args[@]}" 2>&1 | tee -a "$LOG" >&2
   say "benchmark: torch peers"
   timeout 200 python3 bench/gpu_peers.py --cases "$OUT/bench_ragdot.json" --out /tmp/peers_torch.json 2>>"$LOG"
   say "benchmark: jax peers"

@@ -19,11 +19,21 @@
 // each thread's copies arrive on the stage's full barrier when they land; B stays a TMA load.
 // Rows past the tile's group, past m or with an index outside the table are zero-filled.
 //
+// Cluster pairs (kCluster = 2): two CTAs of a cluster take one 256-row tile of a group together,
+// rank r its rows [128 r, 128 r + 128); they need the same B tile, and each loads half of it with
+// a TMA multicast into both CTAs' shared memory, which halves B's L2-to-SM traffic. The pair
+// runs the same tile sequence in lockstep: rank 0's producer takes the tiles from the counter and
+// writes each into both CTAs' tile rings; a stage is refilled only once the consumers of both
+// CTAs have released it (empty barriers count the peer's arrivals too). A rank with no rows in a
+// tile still loads and multicasts its half of B, and its consumers only keep the barriers'
+// protocol.
+//
 // Shared memory: [scheduler table][pad to 1024][stage 0: A | B][stage 1] ... . Every tile is
 // stored 128B-swizzled as TMA writes it and wgmma reads it; 1024-byte alignment keeps the swizzle
 // pattern anchored.
 //
-// The generated prelude defines `struct V` with kMode, kBN, kStages, kBKMajor, kGatherA, typedef In, typedef Out,
+// The generated prelude defines `struct V` with kMode, kBN, kStages, kBKMajor, kGatherA, kCluster, typedef In,
+// typedef Out,
 // and `struct Mma` with `run(float (&d)[kBN / 2], u64 desc_a, u64 desc_b, int accumulate)`: the
 // one wgmma instruction of the variant (m64 x kBN x k16), written out by the generator.
 #pragma once
@@ -47,17 +57,17 @@ __device__ __forceinline__ void mbar_expect_tx(u32 bar, u32 bytes) {
 __device__ __forceinline__ void mbar_arrive(u32 bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
 }
+// The spin on mbarrier.try_wait.parity, with the wait's semantics as `sem` ("" or ".acquire.cluster").
+#define RAGDOT_MBAR_WAIT_LOOP(sem)                                 \
+  "{\n"                                                            \
+  ".reg .pred done;\n"                                             \
+  "WAIT:\n"                                                        \
+  "mbarrier.try_wait.parity" sem ".shared::cta.b64 done, [%0], %1;\n" \
+  "@!done bra WAIT;\n"                                             \
+  "}\n"
 // Waits until the phase of parity `parity` has completed (a fresh barrier counts parity 1 as done).
 __device__ __forceinline__ void mbar_wait(u32 bar, u32 parity) {
-  asm volatile(
-      "{\n"
-      ".reg .pred done;\n"
-      "WAIT:\n"
-      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
-      "@!done bra WAIT;\n"
-      "}\n" ::"r"(bar),
-      "r"(parity)
-      : "memory");
+  asm volatile(RAGDOT_MBAR_WAIT_LOOP("") ::"r"(bar), "r"(parity) : "memory");
 }
 
 __device__ __forceinline__ void tma_load_2d(u32 dst, const TensorMap* map, u32 bar, int c0, int c1) {
@@ -74,6 +84,54 @@ __device__ __forceinline__ void tma_load_3d(u32 dst, const TensorMap* map, u32 b
       "l"(map), "r"(bar), "r"(c0), "r"(c1), "r"(c2)
       : "memory");
 }
+// The 3-D load of one box into the same shared-memory offset of every CTA in `cta_mask`,
+// completing bytes on the barrier at the same offset in each of them.
+__device__ __forceinline__ void tma_load_3d_multicast(u32 dst, const TensorMap* map, u32 bar, int c0, int c1, int c2,
+                                                      u16 cta_mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, {%3, "
+      "%4, %5}], [%2], %6;\n" ::"r"(dst),
+      "l"(map), "r"(bar), "r"(c0), "r"(c1), "r"(c2), "h"(cta_mask)
+      : "memory");
+}
+
+// Clusters. A shared-memory address of this CTA (32 bits) names the same place in another CTA of
+// the cluster once mapped with cluster_address; remote arrivals and stores then go through it.
+__device__ __forceinline__ u32 cluster_rank() {
+  u32 r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+  return r;
+}
+__device__ __forceinline__ u32 cluster_address(u32 addr, u32 rank) {
+  u32 r;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(addr), "r"(rank));
+  return r;
+}
+// Arrival on a barrier of another CTA that orders this thread's earlier writes for the waiters
+// there (the tile ring: the slot's value). Costs a GPU-wide fence: once per tile only.
+__device__ __forceinline__ void mbar_arrive_cluster(u32 cluster_bar) {
+  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(cluster_bar) : "memory");
+}
+// Arrival on a barrier of another CTA that orders nothing but itself (a release at cluster scope
+// costs a GPU-wide fence, which would wait for the epilogue's stores): for a stage's release, whose
+// wgmma reads are complete (wgmma.wait_group), and for a ring slot's, made to depend on the value
+// read so that the read is done before the arrival leaves.
+__device__ __forceinline__ void mbar_arrive_remote(u32 cluster_bar) {
+  asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(cluster_bar) : "memory");
+}
+// mbar_wait for barriers that other CTAs of the cluster arrive on: their writes before arriving
+// are visible after it.
+__device__ __forceinline__ void mbar_wait_cluster(u32 bar, u32 parity) {
+  asm volatile(RAGDOT_MBAR_WAIT_LOOP(".acquire.cluster") ::"r"(bar), "r"(parity) : "memory");
+}
+__device__ __forceinline__ void st_cluster(u32 cluster_addr, int value) {
+  asm volatile("st.shared::cluster.u32 [%0], %1;\n" ::"r"(cluster_addr), "r"(value) : "memory");
+}
+// Every thread of every CTA in the cluster (threads may arrive from divergent code).
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive;\nbarrier.cluster.wait;\n" ::: "memory");
+}
+
 // Orders this thread's generic-proxy shared-memory writes before later async-proxy reads (wgmma).
 __device__ __forceinline__ void fence_async_shared() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 // 16 bytes global -> shared, asynchronously; `bytes` of them read (0..16), the rest zero-filled.
@@ -139,11 +197,18 @@ struct Kernel {
   static constexpr int kAcc = kBN / 2;  // f32 accumulators per consumer thread (64 x kBN / 128)
   static_assert(kBN % 64 == 0 && kBN <= 256, "tile n");
   static_assert(V::kMode == 1 || (V::kMode == 2 && !V::kBKMajor), "mode 2 reads both operands MN-major");
-  typedef Scheduler<V::kMode, kBM, kBN, kThreads> Sched;
+  static constexpr int kCluster = V::kCluster;
+  static_assert(kCluster == 1 || (kCluster == 2 && !V::kGatherA && kBN % 128 == 0),
+                "a cluster pair splits B's boxes evenly and loads A by TMA");
+  // A cluster pair's tiles are kCluster x 128 rows: the scheduler hands out those.
+  typedef Scheduler<V::kMode, kBM * kCluster, kBN, kThreads> Sched;
   typedef typename Storage<typename V::Out>::type O;
 
   // Gathered A: the producer warpgroup's 128 threads each take every tile from the ring too.
   static constexpr int kTileReaders = V::kGatherA ? 256 + 128 : 256;
+  // Cluster pair: rank 0's ring slots are free again once each consumer warp of both CTAs (one
+  // arrival per warp) and rank 1's producer thread have read them.
+  static constexpr int kPairTileReaders = 8 + 8 + 1;
 
   static __device__ __forceinline__ void run(const RagdotKernelParams& p, const TensorMap* map_a,
                                              const TensorMap* map_b, unsigned char* smem) {
@@ -159,17 +224,21 @@ struct Kernel {
       for (int s = 0; s < kStages; ++s) {
         // the producer's expect_tx, plus with gathered A one cp.async arrival per producer thread
         mbar_init(smem_address(&full_bar[s]), V::kGatherA ? 1 + 128 : 1);
-        mbar_init(smem_address(&empty_bar[s]), 2);  // one arrival per consumer warpgroup
+        // one arrival per consumer warpgroup, of both CTAs in a pair (both write the stage's B)
+        mbar_init(smem_address(&empty_bar[s]), 2 * kCluster);
       }
       for (int s = 0; s < kTileSlots; ++s) {
         mbar_init(smem_address(&tile_ring.full[s]), 1);
-        mbar_init(smem_address(&tile_ring.empty[s]), kTileReaders);  // every reader, once it has read the slot
+        // every reader, once it has read the slot (in a pair only rank 0's count is used)
+        mbar_init(smem_address(&tile_ring.empty[s]), kCluster == 1 ? kTileReaders : kPairTileReaders);
       }
       asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
       if (!V::kGatherA) prefetch_map(map_a);
       prefetch_map(map_b);
     }
-    __syncthreads();
+    // a pair's barriers are signalled from both CTAs: both must be initialized before either starts
+    if (kCluster > 1) cluster_sync();
+    else __syncthreads();
 
     if (warp < 4) {
       regs_dealloc<56>();  // 128 x 56 + 256 x 224 = the 384 x 168 registers the CTA was given
@@ -179,26 +248,77 @@ struct Kernel {
       regs_alloc<224>();
       consume(p, sched, ring, full_bar, empty_bar, (threadIdx.x - 128) >> 7);
     }
+    // no CTA of a pair leaves while its peer may still arrive on its barriers
+    if (kCluster > 1) cluster_sync();
   }
 
-  // Producer side: the n-th tile this CTA runs.
-  static __device__ __forceinline__ i64 next_tile(const RagdotKernelParams& p, const Sched& sched, u32 n) {
+  // Producer side (rank 0 of a pair): the n-th tile this CTA (pair) runs, or -1 at the end.
+  static __device__ __forceinline__ int next_tile(const RagdotKernelParams& p, const Sched& sched, u32 n) {
     TileRing& r = tile_ring;
     const i64 t = atomicAdd(p.tile_counter, 1);  // the host always gives this family a counter
+    const int value = t < sched.total_tiles ? (int)t : -1;
     const u32 s = n % kTileSlots, phase = (n / kTileSlots) & 1;
-    mbar_wait(smem_address(&r.empty[s]), phase ^ 1);
-    r.slot[s] = t < sched.total_tiles ? (int)t : -1;
-    mbar_arrive(smem_address(&r.full[s]));  // release: the slot's value is visible to the waiting consumers
-    return t;
+    if (kCluster == 1) {
+      mbar_wait(smem_address(&r.empty[s]), phase ^ 1);
+      r.slot[s] = value;
+      mbar_arrive(smem_address(&r.full[s]));  // release: the slot's value is visible to the waiting consumers
+      return value;
+    }
+    mbar_wait_cluster(smem_address(&r.empty[s]), phase ^ 1);
+    r.slot[s] = value;
+    st_cluster(cluster_address(smem_address(&r.slot[s]), 1), value);
+    mbar_arrive(smem_address(&r.full[s]));
+    mbar_arrive_cluster(cluster_address(smem_address(&r.full[s]), 1));  // release: orders the remote store
+    return value;
   }
-  // Consumer side: the n-th tile, or -1 at the end.
+  // Consumer side (whole warps): the n-th tile, or -1 at the end.
   static __device__ __forceinline__ int take_tile(u32 n) {
     TileRing& r = tile_ring;
     const u32 s = n % kTileSlots, phase = (n / kTileSlots) & 1;
-    mbar_wait(smem_address(&r.full[s]), phase);
+    if (kCluster == 1) {
+      mbar_wait(smem_address(&r.full[s]), phase);
+      const int t = *(volatile int*)&r.slot[s];
+      mbar_arrive(smem_address(&r.empty[s]));
+      return t;
+    }
+    mbar_wait_cluster(smem_address(&r.full[s]), phase);
     const int t = *(volatile int*)&r.slot[s];
-    mbar_arrive(smem_address(&r.empty[s]));
+    __syncwarp();  // the whole warp has read the slot before its one arrival frees it
+    // (t >= -1 always holds: the condition only makes the arrival wait for the read. That
+    // dependency, not the memory model, orders rank 1's read before rank 0's next store into the
+    // slot; a release at cluster scope would, at the price of a GPU-wide fence per warp per tile.)
+    if ((threadIdx.x & 31) == 0 && t >= -1) mbar_arrive_remote(cluster_address(smem_address(&r.empty[s]), 0));
     return t;
+  }
+  // Rank 1's producer thread of a pair: the n-th tile, as rank 0 wrote it, or -1 at the end.
+  static __device__ __forceinline__ int take_tile_alone(u32 n) {
+    TileRing& r = tile_ring;
+    const u32 s = n % kTileSlots, phase = (n / kTileSlots) & 1;
+    mbar_wait_cluster(smem_address(&r.full[s]), phase);
+    const int t = *(volatile int*)&r.slot[s];
+    if (t >= -1) mbar_arrive_remote(cluster_address(smem_address(&r.empty[s]), 0));  // after the read, as above
+    return t;
+  }
+
+  // B's tile for one stage. In a pair, rank r loads its half of the boxes (or of the one K-major
+  // box's rows: the tensor map's box is kBN / 2 rows then) into both CTAs.
+  static __device__ __forceinline__ void load_b(u32 b_dst, const TensorMap* map_b, u32 full, int n0, int k0, int group,
+                                                u32 rank) {
+    constexpr int kBoxes = kBN / 64 / kCluster;  // boxes of 64 n x kBK k this CTA loads (MN-major B)
+    if constexpr (V::kBKMajor) {
+      if constexpr (kCluster == 1) tma_load_3d(b_dst, map_b, full, k0, n0, group);
+      else tma_load_3d_multicast(b_dst + rank * (kBN / 2 * 128), map_b, full, k0, n0 + (int)rank * (kBN / 2), group, 3);
+    } else if constexpr (kCluster == 1 && V::kMode == 2) {
+#pragma unroll
+      for (int j = 0; j < kBoxes; ++j) tma_load_3d(b_dst + j * (kBK * 128), map_b, full, n0 + j * 64, k0, group);
+    } else {
+      const int first = (int)rank * kBoxes;
+#pragma unroll 1  // unrolled, the four boxes' addresses would outgrow the producer's 56 registers
+      for (int j = first; j < first + kBoxes; ++j) {
+        if constexpr (kCluster == 1) tma_load_3d(b_dst + j * (kBK * 128), map_b, full, n0 + j * 64, k0, group);
+        else tma_load_3d_multicast(b_dst + j * (kBK * 128), map_b, full, n0 + j * 64, k0, group, 3);
+      }
+    }
   }
 
   static __device__ __forceinline__ void produce(const RagdotKernelParams& p, const Sched& sched,
@@ -206,30 +326,35 @@ struct Kernel {
                                                  const u64* full_bars, const u64* empty_bars) {
     // shared-memory addresses (32 bits) rather than generic pointers: fewer registers
     const u32 full_bar = smem_address(full_bars), empty_bar = smem_address(empty_bars);
+    const u32 rank = kCluster > 1 ? cluster_rank() : 0;
     u32 it = 0;
     for (u32 n = 0;; ++n) {
-      const i64 t = next_tile(p, sched, n);
-      if (t >= sched.total_tiles) break;
+      const int t = rank == 0 ? next_tile(p, sched, n) : take_tile_alone(n);
+      if (t < 0) break;
       // 32-bit coordinates only: the producer runs on 56 registers (setmaxnreg)
       int m0, n0, k_begin, group, k_tiles;
-      bool a_upper;
+      bool a_lower, a_upper;
       {
         const Tile tile = sched.tile(p, t);
         if (tile.zero) continue;
-        m0 = (int)tile.m0;
+        m0 = (int)(tile.m0 + rank * kBM);  // this CTA's rows of a pair's tile
         n0 = (int)tile.n0;
         k_begin = (int)tile.k_begin;
         group = tile.group;
         k_tiles = (int)ceil_div(tile.k_len, kBK);
         // Mode 1: A comes in two boxes of 64 rows, one per consumer warpgroup; the second only
         // when the tile has rows there (a group's last tile often has 64 or fewer, and its second
-        // warpgroup idles), which spares L2 the unused half.
-        a_upper = V::kMode == 2 || tile.row_end - tile.m0 > 64;
+        // warpgroup idles), which spares L2 the unused half. Mode 2: both, if the CTA has rows.
+        // In a pair, a rank may have no rows at all: it loads no A, only its half of B.
+        const bool has_rows = kCluster == 1 || tile.row_end - m0 > 0;  // one CTA: a tile always has rows
+        a_lower = has_rows;
+        a_upper = V::kMode == 2 ? has_rows : tile.row_end - m0 > 64;
       }
-      const u32 stage_bytes = a_upper ? kStageBytes : kStageBytes - kATileBytes / 2;
+      const u32 stage_bytes = kBTileBytes + (a_lower ? kATileBytes / 2 : 0) + (a_upper ? kATileBytes / 2 : 0);
       for (int kt = 0; kt < k_tiles; ++kt, ++it) {
         const u32 s = it % kStages, phase = (it / kStages) & 1;
         const u32 full = full_bar + 8 * s;
+        // (in a pair the peer's consumers arrive here too, from the other CTA)
         mbar_wait(empty_bar + 8 * s, phase ^ 1);
         mbar_expect_tx(full, stage_bytes);
         const u32 a_dst = ring + s * kStageBytes, b_dst = a_dst + kATileBytes;
@@ -237,20 +362,14 @@ struct Kernel {
         if (V::kMode == 2) {
           // lhs rows are k, columns m: two boxes of 64 m x 64 k, one per consumer warpgroup;
           // rhs rows are k, columns n (a single "group" in the map)
-          tma_load_2d(a_dst, map_a, full, m0, k0);
-          tma_load_2d(a_dst + kATileBytes / 2, map_a, full, m0 + 64, k0);
-#pragma unroll
-          for (int j = 0; j < kBN / 64; ++j) tma_load_3d(b_dst + j * (kBK * 128), map_b, full, n0 + j * 64, k0, 0);
+          if (a_lower) tma_load_2d(a_dst, map_a, full, m0, k0);
+          if (a_upper) tma_load_2d(a_dst + kATileBytes / 2, map_a, full, m0 + 64, k0);
+          load_b(b_dst, map_b, full, n0, k0, 0, rank);
           continue;
         }
-        tma_load_2d(a_dst, map_a, full, k0, m0);
+        if (a_lower) tma_load_2d(a_dst, map_a, full, k0, m0);
         if (a_upper) tma_load_2d(a_dst + kATileBytes / 2, map_a, full, k0, m0 + 64);
-        if (V::kBKMajor) {
-          tma_load_3d(b_dst, map_b, full, k0, n0, group);
-        } else {
-#pragma unroll 1  // unrolled, the four boxes' addresses would outgrow the producer's 56 registers
-          for (int j = 0; j < kBN / 64; ++j) tma_load_3d(b_dst + j * (kBK * 128), map_b, full, n0 + j * 64, k0, group);
-        }
+        load_b(b_dst, map_b, full, n0, k0, group, rank);
       }
     }
   }
@@ -272,7 +391,7 @@ struct Kernel {
     u32 it = 0;
     for (u32 n = 0;; ++n) {
       if (tid == 0) next_tile(p, sched, n);
-      const int t = take_tile(n);
+      const int t = take_tile(n);  // (no pairs here: kGatherA runs one CTA per tile)
       if (t < 0) break;
       int n0, group, k_tiles;
       int index[kRowsPerThread];  // table row of each of this thread's tile rows, -1: zeros
@@ -375,10 +494,18 @@ struct Kernel {
     consumers_sync();
   }
 
+  // A consumer warpgroup is done with stage s: its producer may refill it, and in a pair so may
+  // the peer's, which writes half of B into this CTA's stage.
+  static __device__ __forceinline__ void release_stage(u64* empty_bar, u32 s, u32 rank) {
+    mbar_arrive(smem_address(&empty_bar[s]));
+    if (kCluster > 1) mbar_arrive_remote(cluster_address(smem_address(&empty_bar[s]), rank ^ 1));
+  }
+
   static __device__ __forceinline__ void consume(const RagdotKernelParams& p, const Sched& sched, u32 ring,
                                                  u64* full_bar, u64* empty_bar, int wg) {
     const int tid = threadIdx.x & 127, warp = tid >> 5, lane = tid & 31;
     O* out = (O*)p.out;
+    const u32 rank = kCluster > 1 ? cluster_rank() : 0;
     u32 it = 0;
     float acc[kAcc];
     for (u32 n = 0;; ++n) {
@@ -390,14 +517,16 @@ struct Kernel {
       bool idle;
       {
         const Tile tile = sched.tile(p, t);
-        const i64 rows_here = imin((i64)kBM, tile.row_end - tile.m0) - wg * 64;  // this warpgroup's rows
+        const i64 cta_rows = imin((i64)kBM, tile.row_end - (tile.m0 + rank * kBM));  // this CTA's rows
+        const i64 rows_here = cta_rows - wg * 64;                                    // this warpgroup's
         k_len = (int)tile.k_len;
         k_tiles = tile.zero ? 0 : (int)ceil_div(tile.k_len, kBK);
         // Mode 1: a group's last tile often has 64 rows or fewer; the warpgroup whose rows all lie
         // past the group's end keeps the pipeline's barriers but issues no wgmma, which halves that
         // tile's tensor-core time (groups of ~128 rows, as in deepseek-v3, have many such tiles).
-        // Mode 2: both warpgroups take every k tile, since they zero its tail together.
-        idle = (V::kMode == 1 && rows_here <= 0) || k_tiles == 0;
+        // Mode 2: both warpgroups take every k tile, since they zero its tail together, unless the
+        // CTA has no rows at all (a pair's rank past m).
+        idle = (V::kMode == 1 ? rows_here <= 0 : kCluster > 1 && cta_rows <= 0) || k_tiles == 0;
       }
       // Zeroed on every path, outside any branch: accumulators defined on a divergent path make
       // ptxas serialize the wgmma pipeline (warning C7520).
@@ -408,7 +537,7 @@ struct Kernel {
         for (int kt = 0; kt < k_tiles; ++kt, ++it) {
           const u32 s = it % kStages, phase = (it / kStages) & 1;
           mbar_wait(smem_address(&full_bar[s]), phase);
-          if (tid == 0) mbar_arrive(smem_address(&empty_bar[s]));
+          if (tid == 0) release_stage(empty_bar, s, rank);
         }
       } else {
         u32 prev_stage = 0;
@@ -437,17 +566,18 @@ struct Kernel {
           for (int i = 0; i < kAcc; ++i) fence_operand(acc[i]);
           // keep one k-step in flight: the previous one is done, so its stage can be refilled
           wgmma_wait<1>();
-          if (kt > 0 && tid == 0) mbar_arrive(smem_address(&empty_bar[prev_stage]));
+          if (kt > 0 && tid == 0) release_stage(empty_bar, prev_stage, rank);
           prev_stage = s;
         }
         wgmma_wait<0>();
 #pragma unroll
         for (int i = 0; i < kAcc; ++i) fence_operand(acc[i]);
-        if (tid == 0) mbar_arrive(smem_address(&empty_bar[prev_stage]));
+        if (tid == 0) release_stage(empty_bar, prev_stage, rank);
       }
       // epilogue: accumulator pair (4j + 2h, 4j + 2h + 1) is row 16*warp + lane/4 + 8h,
       // columns 8j + 2*(lane%4) + {0, 1}
-      const Tile tile = sched.tile(p, t);
+      Tile tile = sched.tile(p, t);
+      tile.m0 += rank * kBM;
       const i64 cols_lim = p.n - tile.n0;
       const i64 rows_here = imin((i64)kBM, tile.row_end - tile.m0) - wg * 64;  // this warpgroup's rows
       O* otile = out + tile_out_offset<V::kMode>(p, tile) + wg * 64 * p.out_m;  // the family's out_n is 1

@@ -7,7 +7,10 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <optional>
+#include <string>
 
 #include "backends/cuda/cuda_driver.hpp"
 #include "backends/cuda/device.hpp"
@@ -52,6 +55,32 @@ verify::Case mode1_case(const Shape& sh, const std::vector<std::int64_t>& gs, DT
   return made.ok() ? *made : verify::Case{};
 }
 
+// Mode 1 with a group offset: groups [2, 4) of 5; rhs holds the 2 local groups.
+verify::Case mode1_offset_case() {
+  verify::Case c;
+  c.spec.lhs = {DType::kBF16, {900, 128}};
+  c.spec.rhs = {DType::kBF16, {2, 128, 256}};
+  c.spec.group_sizes = {DType::kI32, {5}};
+  c.spec.dims = RaggedDotDimensionNumbers::ragged_dot();
+  c.spec.group_offset = GroupOffset{2};
+  c.group_sizes = {100, 150, 300, 200, 150};
+  c.group_offset = 2;
+  c.description = "mode1 group offset 2 of 5, 2 local";
+  return c;
+}
+
+// Mode 2 with a group offset: groups [1, 3) of 4; the output holds the 2 local groups.
+verify::Case mode2_offset_case() {
+  auto made = verify::shaped_case(2, 192, 700, 256, {100, 237, 301, 50}, DType::kBF16);
+  EXPECT_TRUE(made.ok()) << made.status().message();
+  if (!made.ok()) return verify::Case{};
+  verify::Case c = *made;
+  c.spec.group_offset = GroupOffset{2};  // 2 local groups
+  c.group_offset = 1;
+  c.description = "mode2 group offset 1 of 4, 2 local";
+  return c;
+}
+
 TEST(CudaBackend, ShapedCasesEveryModeDtypeLayout) {
   REQUIRE_GPU();
   // Small enough that the float64 oracle keeps the whole matrix to about a minute; odd sizes
@@ -86,6 +115,28 @@ bool device_is_hopper() {
   return dev.ok() && (*dev)->traits.cc_major == 9 && (*dev)->traits.cc_minor == 0;
 }
 
+// Sets RAGDOT_CUDA_VARIANT (read when a plan is made) for the guard's lifetime; "" leaves it as it is.
+class ScopedVariant {
+ public:
+  explicit ScopedVariant(const std::string& spec) : set_(!spec.empty()) {
+    if (!set_) return;
+    const char* old = std::getenv("RAGDOT_CUDA_VARIANT");
+    if (old) old_ = old;
+    setenv("RAGDOT_CUDA_VARIANT", spec.c_str(), 1);
+  }
+  ~ScopedVariant() {
+    if (!set_) return;
+    if (old_) setenv("RAGDOT_CUDA_VARIANT", old_->c_str(), 1);
+    else unsetenv("RAGDOT_CUDA_VARIANT");
+  }
+  ScopedVariant(const ScopedVariant&) = delete;
+  ScopedVariant& operator=(const ScopedVariant&) = delete;
+
+ private:
+  bool set_;
+  std::optional<std::string> old_;
+};
+
 // One small case per kernel family and operand layout the planner can choose (on Hopper: wgmma
 // for mode 1 with both weight layouts, for decode-sized groups and for mode 2; mma.sync for
 // mode 3; SIMT for f32; a relayout copy for an operand no family reads in place; wgmma reading
@@ -100,6 +151,7 @@ TEST(CudaBackend, EveryFamilyMatchesTheOracleAndRepeatsBitwise) {
   struct Family {
     const char* expect;  // substring of the plan on Hopper
     verify::Case c;
+    std::string variant = "";  // RAGDOT_CUDA_VARIANT while planning (Hopper only)
   };
   std::vector<Family> cases;
   auto shaped = [&](int mode, std::int64_t m, std::int64_t k, std::int64_t n, std::vector<std::int64_t> gs, DType dt,
@@ -115,6 +167,12 @@ TEST(CudaBackend, EveryFamilyMatchesTheOracleAndRepeatsBitwise) {
   cases.push_back({"wgmma", shaped(1, 24, 256, 136, {5, 0, 11, 8}, DType::kBF16, DType::kBF16)});
   cases.push_back({"mma_sync", shaped(3, 64, 72, 40, {2, 1, 1}, DType::kBF16, DType::kF32)});
   cases.push_back({"simt", shaped(1, 150, 40, 36, {50, 0, 70, 30}, DType::kF32, DType::kF32)});
+  if (hopper) {  // CTA pairs sharing B by TMA multicast: both weight layouts, mode 2 with a rank past m
+    const std::vector<std::int64_t> gs3 = {130, 0, 270};  // pair tiles where rank 1 has 2 rows, 128, none
+    cases.push_back({"cluster2", shaped(1, 400, 128, 264, gs3, DType::kBF16, DType::kBF16), "cluster=2"});
+    cases.push_back({"cluster2", gpu_test::weights_nk(400, 128, 264, gs4, DType::kF16, DType::kF32), "cluster=2"});
+    cases.push_back({"cluster2", shaped(2, 72, 400, 128, gs4, DType::kBF16, DType::kF32), "cluster=2"});
+  }
   if (hopper) {  // gathered A rows (cp.async loads): repeated, out of order, some outside the table
     verify::Case c = shaped(1, 400, 128, 264, gs4, DType::kBF16, DType::kBF16);
     c.lhs_table_rows = 150;
@@ -138,6 +196,7 @@ TEST(CudaBackend, EveryFamilyMatchesTheOracleAndRepeatsBitwise) {
   }
   std::uint64_t seed = 9000;
   for (const auto& f : cases) {
+    ScopedVariant variant(f.variant);
     const std::string plan = expect_cuda_pass(f.c, seed++, false, /*repeats=*/3);
     if (hopper) EXPECT_NE(plan.find(f.expect), std::string::npos) << f.c.description << ": " << plan;
   }
@@ -167,19 +226,7 @@ TEST(CudaBackend, HopperFamilyLayoutsPatternsAndOffset) {
       }
     }
   }
-  // group offset: groups [2, 4) of 5; rhs holds the 2 local groups
-  {
-    verify::Case c;
-    c.spec.lhs = {DType::kBF16, {900, 128}};
-    c.spec.rhs = {DType::kBF16, {2, 128, 256}};
-    c.spec.group_sizes = {DType::kI32, {5}};
-    c.spec.dims = RaggedDotDimensionNumbers::ragged_dot();
-    c.spec.group_offset = GroupOffset{2};
-    c.group_sizes = {100, 150, 300, 200, 150};
-    c.group_offset = 2;
-    c.description = "mode1 group offset 2 of 5, 2 local";
-    expect_cuda_pass(c, seed++);
-  }
+  expect_cuda_pass(mode1_offset_case(), seed++);
   if (hopper) EXPECT_GT(wgmma_plans, 100) << "the Hopper family was not planned for its shapes";
 }
 
@@ -220,6 +267,50 @@ TEST(CudaBackend, HopperGatheredRows) {
   if (hopper) EXPECT_EQ(gathered_plans, cases) << "a gathered case was not planned on the gathering wgmma kernel";
 }
 
+// CTA pairs of the Hopper family (RAGDOT_CUDA_VARIANT=cluster=2): two CTAs of a cluster take one
+// 256-row tile, each loading half of B and multicasting it to both. Mode 1 with both weight
+// layouts and mode 2, every group pattern, 16-bit and f32 outputs, both tile widths; shapes where
+// a group's last pair tile leaves rank 1 with no rows (and, in mode 2, m past a multiple of 256),
+// and decode-sized groups where it mostly has none; a group offset in each mode. Three runs each,
+// bitwise the same, and every case really planned as a pair.
+TEST(CudaBackend, HopperClusterPairs) {
+  REQUIRE_GPU();
+  if (!device_is_hopper()) GTEST_SKIP() << "CTA pairs with TMA multicast are the Hopper family's";
+  ScopedVariant pairs("cluster=2");
+  const Shape mode1_shapes[] = {{1000, 192, 320, 4}, {777, 136, 264, 3}, {600, 64, 520, 2}, {300, 128, 136, 8},
+                                {40, 256, 264, 6}};
+  const Shape mode2_shapes[] = {{256, 1000, 320, 4}, {136, 777, 264, 5}, {64, 300, 512, 3}, {392, 500, 136, 3}};
+  workloads::SplitMix64 rng(53);
+  std::uint64_t seed = 11000;
+  int cases = 0, pair_plans = 0;
+  auto check = [&](const verify::Case& c) {
+    ++cases;
+    pair_plans += expect_cuda_pass(c, seed++, false, /*repeats=*/3).find("cluster2") != std::string::npos;
+  };
+  for (DType dt : {DType::kBF16, DType::kF16}) {
+    for (DType out : {dt, DType::kF32}) {
+      for (GroupPattern pat : kPatterns) {
+        for (const Shape& sh : mode1_shapes) {
+          for (bool nk : {false, true}) {
+            verify::Case c = mode1_case(sh, verify::make_group_sizes(pat, sh.g, sh.m, rng), dt, out, nk);
+            c.description += std::string(" pairs ") + verify::group_pattern_name(pat);
+            check(c);
+          }
+        }
+        for (const Shape& sh : mode2_shapes) {
+          auto made = verify::shaped_case(2, sh.m, sh.k, sh.n, verify::make_group_sizes(pat, sh.g, sh.k, rng), dt, out);
+          ASSERT_TRUE(made.ok()) << made.status().message();
+          made->description += std::string(" pairs ") + verify::group_pattern_name(pat);
+          check(*made);
+        }
+      }
+    }
+  }
+  check(mode1_offset_case());
+  check(mode2_offset_case());
+  EXPECT_EQ(pair_plans, cases) << "a case was not planned on CTA pairs";
+}
+
 // The weight-gradient form of the Hopper family (mode 2: lhs [k, m], rhs [k, n], out [g, m, n]),
 // where group boundaries fall inside k tiles: odd sizes, empty groups (zero blocks), one group
 // holding every row, a tail no group covers, every output dtype, a group offset. On Hopper every
@@ -246,16 +337,7 @@ TEST(CudaBackend, HopperWeightGradientPatternsAndOffset) {
       }
     }
   }
-  {
-    // groups [1, 3) of 4: the output holds the 2 local groups
-    auto made = verify::shaped_case(2, 192, 700, 256, {100, 237, 301, 50}, DType::kBF16);
-    ASSERT_TRUE(made.ok()) << made.status().message();
-    verify::Case c = *made;
-    c.spec.group_offset = GroupOffset{2};  // 2 local groups
-    c.group_offset = 1;
-    c.description = "mode2 group offset 1 of 4, 2 local";
-    expect_cuda_pass(c, seed++);
-  }
+  expect_cuda_pass(mode2_offset_case(), seed++);
   if (hopper) EXPECT_EQ(wgmma_plans, cases) << "the Hopper family was not planned for every weight-gradient case";
 }
 

@@ -260,6 +260,27 @@ TEST(CudaCodegen, VariantOverrideChangesTheTileOrSaysWhatIsWrong) {
   EXPECT_TRUE(small_groups_on_wgmma("bn=128"));
   EXPECT_FALSE(small_groups_on_wgmma("bn=128,small_groups=mma"));
   EXPECT_TRUE(small_groups_on_wgmma("small_groups=mma,small_groups=wgmma"));
+  // cluster: CTA pairs sharing B, on the wgmma family without gathered rows, bn 128 or 256
+  v = override_variant(*wgmma, "cluster=2", hopper);
+  ASSERT_TRUE(v.ok()) << v.status().to_string();
+  EXPECT_EQ(v->cluster, 2);
+  EXPECT_NE(v->name().find("cluster2"), std::string::npos) << v->name();
+  EXPECT_NE(generate_source(*v).find("__cluster_dims__(2, 1, 1)"), std::string::npos);
+  EXPECT_EQ(generate_source(*wgmma).find("__cluster_dims__"), std::string::npos);
+  v = override_variant(*wgmma, "cluster=2,bn=128", hopper);
+  ASSERT_TRUE(v.ok()) << v.status().to_string();
+  EXPECT_EQ(v->cluster, 2);
+  EXPECT_EQ(v->bn, 128);
+  EXPECT_EQ(override_variant(*v, "cluster=1", hopper)->cluster, 1);
+  for (const char* bad : {"cluster=3", "cluster=0", "cluster=2,bn=192", "cluster=2,bn=64"}) {
+    auto r = override_variant(*wgmma, bad, hopper);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.status().message().find("cluster"), std::string::npos) << r.status().to_string();
+  }
+  const auto gathered = std::find_if(variants.begin(), variants.end(), [](const KernelVariant& k) { return k.gather_a; });
+  ASSERT_NE(gathered, variants.end());
+  EXPECT_EQ(*override_variant(*gathered, "cluster=2", hopper), *gathered);  // no pairs for gathered rows
+  EXPECT_EQ(*override_variant(*simt, "cluster=2", hopper), *simt);
 }
 
 // The Hopper variants must really run on the wgmma tensor-core path (HGMMA in the machine code),
@@ -269,7 +290,7 @@ TEST(CudaCodegen, HopperVariantsUseWgmmaAndTma) {
   const std::string cuobjdump = find_cuobjdump();
   ASSERT_FALSE(cuobjdump.empty()) << "cuobjdump not found: pip install nvidia-cuda-cuobjdump, or set RAGDOT_CUOBJDUMP";
   const DeviceTraits h{9, 0, 227 * 1024};
-  int checked = 0;
+  int checked = 0, pairs = 0;
   for (const auto& v : all_variants(h)) {
     if (v.family != KernelFamily::kWgmma || v.out != DType::kBF16) continue;
     const auto out = compile_to_cubin(generate_source(v), "ragdot_kernel.cu", embedded_kernel_headers(), arch_for(h));
@@ -287,11 +308,16 @@ TEST(CudaCodegen, HopperVariantsUseWgmmaAndTma) {
     EXPECT_NE(sass.find("HGMMA"), std::string::npos) << v.name() << ": no HGMMA in the SASS";
     EXPECT_NE(sass.find("UTMALDG"), std::string::npos) << v.name() << ": no TMA load in the SASS";
     EXPECT_NE(sass.find("SYNCS"), std::string::npos) << v.name() << ": no mbarrier wait in the SASS";
+    // CTA pairs: B through TMA multicast, a cluster barrier around the kernel; one-CTA variants neither
+    EXPECT_EQ(sass.find("UTMALDG.3D.MULTICAST") != std::string::npos, v.cluster > 1) << v.name() << ": multicast";
+    EXPECT_EQ(sass.find("UCGABAR_WAIT") != std::string::npos, v.cluster > 1) << v.name() << ": cluster barrier";
     EXPECT_EQ(sass.find("LDL"), std::string::npos) << v.name() << ": local-memory loads in the SASS";
     EXPECT_EQ(sass.find("STL"), std::string::npos) << v.name() << ": local-memory stores in the SASS";
     ++checked;
+    pairs += v.cluster > 1;
   }
   EXPECT_GE(checked, 4);
+  EXPECT_GE(pairs, 3);  // mode 1 with both weight layouts, mode 2
 }
 
 class CacheDir {

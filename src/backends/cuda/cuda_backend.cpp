@@ -221,6 +221,43 @@ class CudaPlan final : public detail::BackendPlan {
   std::optional<std::size_t> tile_counter_offset_;  // in the workspace
 };
 
+// Clusters of a kernel that fit on the device at once, for a kernel launched in CTA pairs (the
+// CTAs of a cluster share a GPC, so fewer than half the SMs' worth may fit); `ctas` (the CTAs that
+// fit) for one-CTA kernels. Without the driver's cluster query (or if it fails), half of `ctas`:
+// clusters past what fits only start late and find the tiles taken, which costs time, never
+// correctness.
+std::int64_t resident_clusters(const LoadedKernel& k, const KernelVariant& v, std::int64_t smem,
+                                       std::int64_t ctas) {
+  if (v.cluster == 1) return ctas;
+  const cuda::DriverApi* d = cuda::driver();
+  if (!d->cuOccupancyMaxActiveClusters) return ctas / v.cluster;
+  CUlaunchConfig config{};
+  config.gridDimX = unsigned(std::max<std::int64_t>(ctas / v.cluster, 1) * v.cluster);
+  config.gridDimY = config.gridDimZ = 1;
+  config.blockDimX = unsigned(v.threads());
+  config.blockDimY = config.blockDimZ = 1;
+  config.sharedMemBytes = unsigned(smem);
+  int clusters = 0;
+  if (d->cuOccupancyMaxActiveClusters(&clusters, k.gemm, &config) != CUDA_SUCCESS) return ctas / v.cluster;
+  return std::int64_t(clusters);  // 0: the plan says the kernel does not fit
+}
+
+// A CTA-pair kernel is launched by plain cuLaunchKernel, which takes its cluster shape from the
+// kernel's compile-time __cluster_dims__: make sure the loaded module really carries it, so that a
+// toolchain that dropped it fails the plan instead of running pairs as single CTAs.
+Status check_cluster_width(const Device& dev, const LoadedKernel& k, const KernelVariant& v) {
+  if (v.cluster == 1) return Status::ok();
+  cuda::ScopedContext scope(dev.context);
+  RAGDOT_RETURN_IF_ERROR(scope.status());
+  int width = 0;
+  RAGDOT_CU_RETURN_IF_ERROR(cuda::driver()->cuFuncGetAttribute(&width, CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH, k.gemm),
+                            "cuFuncGetAttribute(REQUIRED_CLUSTER_WIDTH)");
+  if (width != v.cluster)
+    return internal_error("kernel " + v.name() + " was built for clusters of " + std::to_string(v.cluster) +
+                          " CTAs but its module says " + std::to_string(width));
+  return Status::ok();
+}
+
 class CudaBackend final : public Backend {
  public:
   std::string_view name() const override { return "cuda"; }
@@ -249,25 +286,30 @@ class CudaBackend final : public Backend {
     RAGDOT_ASSIGN_OR_RETURN(std::shared_ptr<const LoadedKernel> k, cuda::load_kernel(*dev, v));
     const std::int64_t smem = v.dynamic_smem_bytes(p.num_groups, p.computed_groups);
     RAGDOT_RETURN_IF_ERROR(cuda::reserve_dynamic_smem(*dev, *k, smem));
+    RAGDOT_RETURN_IF_ERROR(check_cluster_width(*dev, *k, v));
 
-    // Persistent grid: as many CTAs as fit on the device at once, never more than there can be tiles.
+    // Persistent grid: as many CTAs (CTA pairs: `resident` counts clusters) as fit on the device
+    // at once, never more than there can be tiles (a pair takes tiles of cluster x bm rows).
     int per_sm = 0;
+    std::int64_t resident = 0;
     {
       cuda::ScopedContext scope(dev->context);
       RAGDOT_RETURN_IF_ERROR(scope.status());
       RAGDOT_CU_RETURN_IF_ERROR(cuda::driver()->cuOccupancyMaxActiveBlocksPerMultiprocessor(
                                     &per_sm, k->gemm, v.threads(), size_t(smem)),
                                 "cuOccupancyMaxActiveBlocksPerMultiprocessor");
+      resident = std::int64_t(per_sm) * dev->multiprocessors;
+      resident = resident_clusters(*k, v, smem, resident);
     }
-    if (per_sm == 0) return unsupported("kernel " + v.name() + " does not fit on this GPU");
-    const std::int64_t n_tiles = ceil_div(p.n, v.bn);
+    if (per_sm == 0 || resident == 0) return unsupported("kernel " + v.name() + " does not fit on this GPU");
+    const std::int64_t n_tiles = ceil_div(p.n, v.bn), tile_rows = std::int64_t(v.bm) * v.cluster;
     std::int64_t max_tiles = 1;
-    if (v.mode == 1) max_tiles = (ceil_div(p.m, v.bm) + p.computed_groups + 2) * n_tiles;
-    if (v.mode == 2) max_tiles = p.computed_groups * ceil_div(p.m, v.bm) * n_tiles;
+    if (v.mode == 1) max_tiles = (ceil_div(p.m, tile_rows) + p.computed_groups + 2) * n_tiles;
+    if (v.mode == 2) max_tiles = p.computed_groups * ceil_div(p.m, tile_rows) * n_tiles;
     if (v.mode == 3) max_tiles = ceil_div(p.m, v.bm) * n_tiles;
     const std::int64_t outer = std::max<std::int64_t>(p.outer_count(), 1);
-    const std::int64_t resident = std::int64_t(per_sm) * dev->multiprocessors;
-    const int grid_x = int(std::clamp<std::int64_t>(ceil_div(resident, outer), 1, std::max<std::int64_t>(max_tiles, 1)));
+    const int grid_x = v.cluster * int(std::clamp<std::int64_t>(ceil_div(resident, outer), 1,
+                                                                std::max<std::int64_t>(max_tiles, 1)));
     const bool checked = r.options.checked || env::checked();
     RAGDOT_ASSIGN_OR_RETURN(std::optional<RelayoutCopy> lhs_copy, relayout_copy(p.lhs_relayout, p.lhs_dtype));
     RAGDOT_ASSIGN_OR_RETURN(std::optional<RelayoutCopy> rhs_copy, relayout_copy(p.rhs_relayout, p.rhs_dtype));

@@ -142,7 +142,8 @@ std::string KernelVariant::name() const {
   if (family != KernelFamily::kSimt) s << " A:" << (a_k_major ? 'K' : 'M') << " B:" << (b_k_major ? 'K' : 'N');
   s << ' ' << bm << 'x' << bn << 'x' << bk;
   if (family == KernelFamily::kMmaSync) s << " w" << warps_m << 'x' << warps_n << " s" << stages;
-  else if (family == KernelFamily::kWgmma) s << " tma s" << stages << (gather_a ? " gatherA" : "");
+  else if (family == KernelFamily::kWgmma)
+    s << " tma s" << stages << (gather_a ? " gatherA" : "") << (cluster > 1 ? " cluster" + std::to_string(cluster) : "");
   else s << " t" << tm << 'x' << tn;
   return s.str();
 }
@@ -156,11 +157,14 @@ std::string generate_source(const KernelVariant& v) {
       << "  static constexpr int kMode = " << v.mode << ", kBN = " << v.bn << ", kStages = " << v.stages << ";\n"
       << "  static constexpr bool kBKMajor = " << (v.b_k_major ? "true" : "false") << ";\n"
       << "  static constexpr bool kGatherA = " << (v.gather_a ? "true" : "false") << ";\n"
+      << "  static constexpr int kCluster = " << v.cluster << ";\n"
       << "  typedef ragdot::" << type_tag(v.lhs) << " In;\n"
       << "  typedef ragdot::" << type_tag(v.out) << " Out;\n"
       << "};\n\n"
       << wgmma_instruction(v) << "\n"
-      << "extern \"C\" __global__ void __launch_bounds__(384, 1) " << kKernelEntry
+      << "extern \"C\" __global__ void "
+      << (v.cluster > 1 ? "__cluster_dims__(" + std::to_string(v.cluster) + ", 1, 1) " : std::string())
+      << "__launch_bounds__(384, 1) " << kKernelEntry
       << "(const RagdotKernelParams p, const __grid_constant__ ragdot::hopper::TensorMap map_a,\n"
       << "    const __grid_constant__ ragdot::hopper::TensorMap map_b) {\n"
       << "  extern __shared__ __align__(1024) unsigned char ragdot_dynamic_smem[];\n"
@@ -274,7 +278,7 @@ Result<KernelVariant> choose_variant(const core::GroupGemmProblem& p, const Devi
 }
 
 Result<KernelVariant> override_variant(const KernelVariant& v, const std::string& spec, const DeviceTraits& d) {
-  std::optional<int> bn, stages;
+  std::optional<int> bn, stages, cluster;
   std::istringstream items(spec);
   std::string item;
   while (std::getline(items, item, ',')) {
@@ -297,8 +301,12 @@ Result<KernelVariant> override_variant(const KernelVariant& v, const std::string
     } else if (key == "stages") {
       if (value < 2 || value > 8) return invalid_argument("RAGDOT_CUDA_VARIANT: stages must be 2 to 8, got " + text);
       stages = int(value);
+    } else if (key == "cluster") {
+      if (value != 1 && value != 2) return invalid_argument("RAGDOT_CUDA_VARIANT: cluster must be 1 or 2, got " + text);
+      cluster = int(value);
     } else {
-      return invalid_argument("RAGDOT_CUDA_VARIANT: unknown key '" + key + "' (known: bn, stages, small_groups)");
+      return invalid_argument("RAGDOT_CUDA_VARIANT: unknown key '" + key +
+                              "' (known: bn, stages, cluster, small_groups)");
     }
   }
   // A key the chosen family does not have leaves it as it is: one setting can then stand for a
@@ -309,6 +317,13 @@ Result<KernelVariant> override_variant(const KernelVariant& v, const std::string
     out.stages = wgmma_stages(out.bn, d);
   }
   if (stages && out.family != KernelFamily::kSimt) out.stages = *stages;
+  // gathered rows are cp.async loads, one CTA per tile: pairs do not apply there
+  if (cluster && out.family == KernelFamily::kWgmma && !out.gather_a) {
+    if (*cluster > 1 && out.bn % 128 != 0)
+      return invalid_argument("RAGDOT_CUDA_VARIANT: cluster=2 splits B's tile in halves of 64-column boxes: bn " +
+                              std::to_string(out.bn) + " does not split (use 128 or 256)");
+    out.cluster = *cluster;
+  }
   if (out.dynamic_smem_bytes(kMaxGroupsPlusLocal / 2, kMaxGroupsPlusLocal / 2) > d.max_dynamic_smem)
     return invalid_argument("RAGDOT_CUDA_VARIANT: " + out.name() + " needs more shared memory than the device has");
   return out;
@@ -345,6 +360,12 @@ std::vector<KernelVariant> all_variants(const DeviceTraits& d) {
             for (bool b_k : {true, false})
               for (bool gather : {false, true}) out.push_back(wgmma_variant(1, in, o, b_k, bn, d, gather));
             out.push_back(wgmma_variant(2, in, o, false, bn, d));
+            // CTA pairs sharing B (RAGDOT_CUDA_VARIANT=cluster=2)
+            for (KernelVariant v : {wgmma_variant(1, in, o, true, bn, d), wgmma_variant(1, in, o, false, bn, d),
+                                    wgmma_variant(2, in, o, false, bn, d)}) {
+              v.cluster = 2;
+              out.push_back(v);
+            }
           }
     out.erase(std::remove_if(out.begin(), out.end(), [](const KernelVariant& v) { return v.stages < 2; }), out.end());
   }
