@@ -19,21 +19,24 @@
 // each thread's copies arrive on the stage's full barrier when they land; B stays a TMA load.
 // Rows past the tile's group, past m or with an index outside the table are zero-filled.
 //
-// Cluster pairs (kCluster = 2): two CTAs of a cluster take one 256-row tile of a group together,
-// rank r its rows [128 r, 128 r + 128); they need the same B tile, and each loads half of it with
-// a TMA multicast into both CTAs' shared memory, which halves B's L2-to-SM traffic. The pair
+// Cluster pairs (kCluster = 2), along m: two CTAs of a cluster take one 256-row tile of a group
+// together, rank r its rows [128 r, 128 r + 128); they need the same B tile, and each loads half
+// of it with a TMA multicast into both CTAs' shared memory, which halves B's L2-to-SM traffic.
+// Along n (kClusterAlongN): the pair takes a 128 x 2 kBN tile, rank r its columns
+// [r kBN, r kBN + kBN); they need the same A tile, and rank r loads its 64-row box r into both
+// (for groups of ~128 rows, as in deepseek-v3, where an m pair would leave rank 1 idle). The pair
 // runs the same tile sequence in lockstep: rank 0's producer takes the tiles from the counter and
 // writes each into both CTAs' tile rings; a stage is refilled only once the consumers of both
-// CTAs have released it (empty barriers count the peer's arrivals too). A rank with no rows in a
-// tile still loads and multicasts its half of B, and its consumers only keep the barriers'
-// protocol.
+// CTAs have released it (empty barriers count the peer's arrivals too). A rank with no rows (no
+// columns) in a tile still loads and multicasts its share (in an n pair, rank 1 has none when the
+// tile has 64 rows or fewer), and its consumers only keep the barriers' protocol.
 //
 // Shared memory: [scheduler table][pad to 1024][stage 0: A | B][stage 1] ... . Every tile is
 // stored 128B-swizzled as TMA writes it and wgmma reads it; 1024-byte alignment keeps the swizzle
 // pattern anchored.
 //
-// The generated prelude defines `struct V` with kMode, kBN, kStages, kBKMajor, kGatherA, kCluster, typedef In,
-// typedef Out,
+// The generated prelude defines `struct V` with kMode, kBN, kStages, kBKMajor, kGatherA, kCluster,
+// kClusterAlongN, typedef In, typedef Out,
 // and `struct Mma` with `run(float (&d)[kBN / 2], u64 desc_a, u64 desc_b, int accumulate)`: the
 // one wgmma instruction of the variant (m64 x kBN x k16), written out by the generator.
 #pragma once
@@ -77,6 +80,16 @@ __device__ __forceinline__ void tma_load_2d(u32 dst, const TensorMap* map, u32 b
       "l"(map), "r"(bar), "r"(c0), "r"(c1)
       : "memory");
 }
+// The 2-D load of one box into the same shared-memory offset of every CTA in `cta_mask`,
+// completing bytes on the barrier at the same offset in each of them.
+__device__ __forceinline__ void tma_load_2d_multicast(u32 dst, const TensorMap* map, u32 bar, int c0, int c1,
+                                                      u16 cta_mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, {%3, "
+      "%4}], [%2], %5;\n" ::"r"(dst),
+      "l"(map), "r"(bar), "r"(c0), "r"(c1), "h"(cta_mask)
+      : "memory");
+}
 __device__ __forceinline__ void tma_load_3d(u32 dst, const TensorMap* map, u32 bar, int c0, int c1, int c2) {
   asm volatile(
       "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5}], "
@@ -84,8 +97,7 @@ __device__ __forceinline__ void tma_load_3d(u32 dst, const TensorMap* map, u32 b
       "l"(map), "r"(bar), "r"(c0), "r"(c1), "r"(c2)
       : "memory");
 }
-// The 3-D load of one box into the same shared-memory offset of every CTA in `cta_mask`,
-// completing bytes on the barrier at the same offset in each of them.
+// The 3-D form of tma_load_2d_multicast.
 __device__ __forceinline__ void tma_load_3d_multicast(u32 dst, const TensorMap* map, u32 bar, int c0, int c1, int c2,
                                                       u16 cta_mask) {
   asm volatile(
@@ -198,10 +210,12 @@ struct Kernel {
   static_assert(kBN % 64 == 0 && kBN <= 256, "tile n");
   static_assert(V::kMode == 1 || (V::kMode == 2 && !V::kBKMajor), "mode 2 reads both operands MN-major");
   static constexpr int kCluster = V::kCluster;
-  static_assert(kCluster == 1 || (kCluster == 2 && !V::kGatherA && kBN % 128 == 0),
-                "a cluster pair splits B's boxes evenly and loads A by TMA");
-  // A cluster pair's tiles are kCluster x 128 rows: the scheduler hands out those.
-  typedef Scheduler<V::kMode, kBM * kCluster, kBN, kThreads> Sched;
+  static constexpr bool kPairM = kCluster == 2 && !V::kClusterAlongN;  // ranks split rows, share B
+  static constexpr bool kPairN = kCluster == 2 && V::kClusterAlongN;   // ranks split columns, share A
+  static_assert(kCluster == 1 || (kCluster == 2 && !V::kGatherA && (kBN % 128 == 0 || kPairN)),
+                "an m pair splits B's boxes evenly; pairs load A by TMA");
+  // A pair's tiles are 256 x kBN (along m) or 128 x 2 kBN (along n): the scheduler hands out those.
+  typedef Scheduler<V::kMode, kBM * (kPairM ? 2 : 1), kBN * (kPairN ? 2 : 1), kThreads> Sched;
   typedef typename Storage<typename V::Out>::type O;
 
   // Gathered A: the producer warpgroup's 128 threads each take every tile from the ring too.
@@ -300,25 +314,35 @@ struct Kernel {
     return t;
   }
 
-  // B's tile for one stage. In a pair, rank r loads its half of the boxes (or of the one K-major
-  // box's rows: the tensor map's box is kBN / 2 rows then) into both CTAs.
+  // B's tile for one stage. In an m pair, rank r loads its half of the boxes (or of the one K-major
+  // box's rows: the tensor map's box is kBN / 2 rows then) into both CTAs; otherwise all of it here.
   static __device__ __forceinline__ void load_b(u32 b_dst, const TensorMap* map_b, u32 full, int n0, int k0, int group,
                                                 u32 rank) {
-    constexpr int kBoxes = kBN / 64 / kCluster;  // boxes of 64 n x kBK k this CTA loads (MN-major B)
+    constexpr int kBoxes = kBN / 64 / (kPairM ? 2 : 1);  // boxes of 64 n x kBK k this CTA loads (MN-major B)
     if constexpr (V::kBKMajor) {
-      if constexpr (kCluster == 1) tma_load_3d(b_dst, map_b, full, k0, n0, group);
+      if constexpr (!kPairM) tma_load_3d(b_dst, map_b, full, k0, n0, group);
       else tma_load_3d_multicast(b_dst + rank * (kBN / 2 * 128), map_b, full, k0, n0 + (int)rank * (kBN / 2), group, 3);
-    } else if constexpr (kCluster == 1 && V::kMode == 2) {
+    } else if constexpr (!kPairM && V::kMode == 2) {
 #pragma unroll
       for (int j = 0; j < kBoxes; ++j) tma_load_3d(b_dst + j * (kBK * 128), map_b, full, n0 + j * 64, k0, group);
     } else {
-      const int first = (int)rank * kBoxes;
+      const int first = kPairM ? (int)rank * kBoxes : 0;
 #pragma unroll 1  // unrolled, the four boxes' addresses would outgrow the producer's 56 registers
       for (int j = first; j < first + kBoxes; ++j) {
-        if constexpr (kCluster == 1) tma_load_3d(b_dst + j * (kBK * 128), map_b, full, n0 + j * 64, k0, group);
+        if constexpr (!kPairM) tma_load_3d(b_dst + j * (kBK * 128), map_b, full, n0 + j * 64, k0, group);
         else tma_load_3d_multicast(b_dst + j * (kBK * 128), map_b, full, n0 + j * 64, k0, group, 3);
       }
     }
+  }
+  // A's 64-row box `half` (0: rows m0.., 1: rows m0 + 64..) for one stage: in an n pair, rank
+  // `half` loads it into both CTAs and the other rank nothing.
+  static __device__ __forceinline__ void load_a_half(u32 a_dst, const TensorMap* map_a, u32 full, int m0, int k0,
+                                                     int half, u32 rank) {
+    const u32 dst = a_dst + half * (kATileBytes / 2);
+    // mode 1: dims (k, m); mode 2: dims (m, k)
+    const int c0 = V::kMode == 2 ? m0 + 64 * half : k0, c1 = V::kMode == 2 ? k0 : m0 + 64 * half;
+    if constexpr (!kPairN) tma_load_2d(dst, map_a, full, c0, c1);
+    else if ((int)rank == half) tma_load_2d_multicast(dst, map_a, full, c0, c1, 3);
   }
 
   static __device__ __forceinline__ void produce(const RagdotKernelParams& p, const Sched& sched,
@@ -333,24 +357,28 @@ struct Kernel {
       if (t < 0) break;
       // 32-bit coordinates only: the producer runs on 56 registers (setmaxnreg)
       int m0, n0, k_begin, group, k_tiles;
-      bool a_lower, a_upper;
+      bool a_lower, a_upper, has_cols;
       {
         const Tile tile = sched.tile(p, t);
         if (tile.zero) continue;
-        m0 = (int)(tile.m0 + rank * kBM);  // this CTA's rows of a pair's tile
-        n0 = (int)tile.n0;
+        m0 = (int)(tile.m0 + (kPairM ? rank * kBM : 0));  // this CTA's rows and columns of a pair's tile
+        n0 = (int)(tile.n0 + (kPairN ? rank * kBN : 0));
+        has_cols = !kPairN || n0 < p.n;
         k_begin = (int)tile.k_begin;
         group = tile.group;
         k_tiles = (int)ceil_div(tile.k_len, kBK);
         // Mode 1: A comes in two boxes of 64 rows, one per consumer warpgroup; the second only
         // when the tile has rows there (a group's last tile often has 64 or fewer, and its second
         // warpgroup idles), which spares L2 the unused half. Mode 2: both, if the CTA has rows.
-        // In a pair, a rank may have no rows at all: it loads no A, only its half of B.
-        const bool has_rows = kCluster == 1 || tile.row_end - m0 > 0;  // one CTA: a tile always has rows
+        // In an m pair, a rank may have no rows at all: it loads no A, only its half of B. In an n
+        // pair, one with no columns loads no B, only its box of A.
+        const bool has_rows = !kPairM || tile.row_end - m0 > 0;  // one CTA: a tile always has rows
         a_lower = has_rows;
         a_upper = V::kMode == 2 ? has_rows : tile.row_end - m0 > 64;
       }
-      const u32 stage_bytes = kBTileBytes + (a_lower ? kATileBytes / 2 : 0) + (a_upper ? kATileBytes / 2 : 0);
+      // (an n pair's A boxes land in both CTAs, whichever rank loads them)
+      const u32 stage_bytes =
+          (has_cols ? kBTileBytes : 0) + (a_lower ? kATileBytes / 2 : 0) + (a_upper ? kATileBytes / 2 : 0);
       for (int kt = 0; kt < k_tiles; ++kt, ++it) {
         const u32 s = it % kStages, phase = (it / kStages) & 1;
         const u32 full = full_bar + 8 * s;
@@ -362,14 +390,14 @@ struct Kernel {
         if (V::kMode == 2) {
           // lhs rows are k, columns m: two boxes of 64 m x 64 k, one per consumer warpgroup;
           // rhs rows are k, columns n (a single "group" in the map)
-          if (a_lower) tma_load_2d(a_dst, map_a, full, m0, k0);
-          if (a_upper) tma_load_2d(a_dst + kATileBytes / 2, map_a, full, m0 + 64, k0);
-          load_b(b_dst, map_b, full, n0, k0, 0, rank);
+          if (a_lower) load_a_half(a_dst, map_a, full, m0, k0, 0, rank);
+          if (a_upper) load_a_half(a_dst, map_a, full, m0, k0, 1, rank);
+          if (has_cols) load_b(b_dst, map_b, full, n0, k0, 0, rank);
           continue;
         }
-        if (a_lower) tma_load_2d(a_dst, map_a, full, k0, m0);
-        if (a_upper) tma_load_2d(a_dst + kATileBytes / 2, map_a, full, k0, m0 + 64);
-        load_b(b_dst, map_b, full, n0, k0, group, rank);
+        if (a_lower) load_a_half(a_dst, map_a, full, m0, k0, 0, rank);
+        if (a_upper) load_a_half(a_dst, map_a, full, m0, k0, 1, rank);
+        if (has_cols) load_b(b_dst, map_b, full, n0, k0, group, rank);
       }
     }
   }
@@ -517,16 +545,17 @@ struct Kernel {
       bool idle;
       {
         const Tile tile = sched.tile(p, t);
-        const i64 cta_rows = imin((i64)kBM, tile.row_end - (tile.m0 + rank * kBM));  // this CTA's rows
-        const i64 rows_here = cta_rows - wg * 64;                                    // this warpgroup's
+        const i64 cta_rows = imin((i64)kBM, tile.row_end - (tile.m0 + (kPairM ? rank * kBM : 0)));  // this CTA's
+        const i64 rows_here = cta_rows - wg * 64;                                                   // this warpgroup's
+        const bool cta_cols = !kPairN || tile.n0 + rank * kBN < p.n;  // an n pair's rank past n has none
         k_len = (int)tile.k_len;
         k_tiles = tile.zero ? 0 : (int)ceil_div(tile.k_len, kBK);
         // Mode 1: a group's last tile often has 64 rows or fewer; the warpgroup whose rows all lie
         // past the group's end keeps the pipeline's barriers but issues no wgmma, which halves that
         // tile's tensor-core time (groups of ~128 rows, as in deepseek-v3, have many such tiles).
         // Mode 2: both warpgroups take every k tile, since they zero its tail together, unless the
-        // CTA has no rows at all (a pair's rank past m).
-        idle = (V::kMode == 1 ? rows_here <= 0 : kCluster > 1 && cta_rows <= 0) || k_tiles == 0;
+        // CTA has no rows at all (an m pair's rank past m). Pairs: nothing to do without columns.
+        idle = (V::kMode == 1 ? rows_here <= 0 : kPairM && cta_rows <= 0) || !cta_cols || k_tiles == 0;
       }
       // Zeroed on every path, outside any branch: accumulators defined on a divergent path make
       // ptxas serialize the wgmma pipeline (warning C7520).
@@ -577,7 +606,8 @@ struct Kernel {
       // epilogue: accumulator pair (4j + 2h, 4j + 2h + 1) is row 16*warp + lane/4 + 8h,
       // columns 8j + 2*(lane%4) + {0, 1}
       Tile tile = sched.tile(p, t);
-      tile.m0 += rank * kBM;
+      if (kPairM) tile.m0 += rank * kBM;
+      if (kPairN) tile.n0 += rank * kBN;  // past n: cols_lim <= 0, nothing is stored
       const i64 cols_lim = p.n - tile.n0;
       const i64 rows_here = imin((i64)kBM, tile.row_end - tile.m0) - wg * 64;  // this warpgroup's rows
       O* otile = out + tile_out_offset<V::kMode>(p, tile) + wg * 64 * p.out_m;  // the family's out_n is 1

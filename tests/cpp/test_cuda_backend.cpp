@@ -55,6 +55,14 @@ verify::Case mode1_case(const Shape& sh, const std::vector<std::int64_t>& gs, DT
   return made.ok() ? *made : verify::Case{};
 }
 
+// verify::shaped_case, failing the test (and giving an empty case) if it cannot be made.
+verify::Case shaped(int mode, std::int64_t m, std::int64_t k, std::int64_t n, std::vector<std::int64_t> gs, DType dt,
+                    DType out) {
+  auto c = verify::shaped_case(mode, m, k, n, gs, dt, out);
+  EXPECT_TRUE(c.ok()) << c.status().message();
+  return c.ok() ? *c : verify::Case{};
+}
+
 // Mode 1 with a group offset: groups [2, 4) of 5; rhs holds the 2 local groups.
 verify::Case mode1_offset_case() {
   verify::Case c;
@@ -151,15 +159,8 @@ TEST(CudaBackend, EveryFamilyMatchesTheOracleAndRepeatsBitwise) {
   struct Family {
     const char* expect;  // substring of the plan on Hopper
     verify::Case c;
-    std::string variant = "";  // RAGDOT_CUDA_VARIANT while planning (Hopper only)
   };
   std::vector<Family> cases;
-  auto shaped = [&](int mode, std::int64_t m, std::int64_t k, std::int64_t n, std::vector<std::int64_t> gs, DType dt,
-                    DType out) {
-    auto c = verify::shaped_case(mode, m, k, n, gs, dt, out);
-    EXPECT_TRUE(c.ok()) << c.status().message();
-    return c.ok() ? *c : verify::Case{};
-  };
   cases.push_back({"wgmma", shaped(1, 400, 128, 264, gs4, DType::kBF16, DType::kBF16)});
   cases.push_back({"wgmma", gpu_test::weights_nk(400, 128, 264, gs4, DType::kF16, DType::kF32)});
   cases.push_back({"wgmma", shaped(2, 136, 400, 128, gs4, DType::kBF16, DType::kF32)});
@@ -167,12 +168,6 @@ TEST(CudaBackend, EveryFamilyMatchesTheOracleAndRepeatsBitwise) {
   cases.push_back({"wgmma", shaped(1, 24, 256, 136, {5, 0, 11, 8}, DType::kBF16, DType::kBF16)});
   cases.push_back({"mma_sync", shaped(3, 64, 72, 40, {2, 1, 1}, DType::kBF16, DType::kF32)});
   cases.push_back({"simt", shaped(1, 150, 40, 36, {50, 0, 70, 30}, DType::kF32, DType::kF32)});
-  if (hopper) {  // CTA pairs sharing B by TMA multicast: both weight layouts, mode 2 with a rank past m
-    const std::vector<std::int64_t> gs3 = {130, 0, 270};  // pair tiles where rank 1 has 2 rows, 128, none
-    cases.push_back({"cluster2", shaped(1, 400, 128, 264, gs3, DType::kBF16, DType::kBF16), "cluster=2"});
-    cases.push_back({"cluster2", gpu_test::weights_nk(400, 128, 264, gs4, DType::kF16, DType::kF32), "cluster=2"});
-    cases.push_back({"cluster2", shaped(2, 72, 400, 128, gs4, DType::kBF16, DType::kF32), "cluster=2"});
-  }
   if (hopper) {  // gathered A rows (cp.async loads): repeated, out of order, some outside the table
     verify::Case c = shaped(1, 400, 128, 264, gs4, DType::kBF16, DType::kBF16);
     c.lhs_table_rows = 150;
@@ -196,7 +191,6 @@ TEST(CudaBackend, EveryFamilyMatchesTheOracleAndRepeatsBitwise) {
   }
   std::uint64_t seed = 9000;
   for (const auto& f : cases) {
-    ScopedVariant variant(f.variant);
     const std::string plan = expect_cuda_pass(f.c, seed++, false, /*repeats=*/3);
     if (hopper) EXPECT_NE(plan.find(f.expect), std::string::npos) << f.c.description << ": " << plan;
   }
@@ -267,25 +261,25 @@ TEST(CudaBackend, HopperGatheredRows) {
   if (hopper) EXPECT_EQ(gathered_plans, cases) << "a gathered case was not planned on the gathering wgmma kernel";
 }
 
-// CTA pairs of the Hopper family (RAGDOT_CUDA_VARIANT=cluster=2): two CTAs of a cluster take one
-// 256-row tile, each loading half of B and multicasting it to both. Mode 1 with both weight
+// CTA pairs of the Hopper family: two CTAs of a cluster take one tile together, along m (256
+// rows, RAGDOT_CUDA_VARIANT=cluster=2: each loads half of B and multicasts it to both) or along n
+// (2 x bn columns, cluster=2n: each loads one 64-row box of A for both). Mode 1 with both weight
 // layouts and mode 2, every group pattern, 16-bit and f32 outputs, both tile widths; shapes where
-// a group's last pair tile leaves rank 1 with no rows (and, in mode 2, m past a multiple of 256),
-// and decode-sized groups where it mostly has none; a group offset in each mode. Three runs each,
-// bitwise the same, and every case really planned as a pair.
-TEST(CudaBackend, HopperClusterPairs) {
-  REQUIRE_GPU();
-  if (!device_is_hopper()) GTEST_SKIP() << "CTA pairs with TMA multicast are the Hopper family's";
-  ScopedVariant pairs("cluster=2");
+// one rank has no rows (a group's last pair tile; in mode 2, m past a multiple of 256) or no
+// columns (n up to one tile past a multiple of the pair's width), and decode-sized groups; a group
+// offset in each mode. Three runs each, bitwise the same, and every case really planned as a pair.
+void check_cluster_pairs(const char* spec, const char* plan_says) {
+  ScopedVariant pairs(spec);
   const Shape mode1_shapes[] = {{1000, 192, 320, 4}, {777, 136, 264, 3}, {600, 64, 520, 2}, {300, 128, 136, 8},
-                                {40, 256, 264, 6}};
-  const Shape mode2_shapes[] = {{256, 1000, 320, 4}, {136, 777, 264, 5}, {64, 300, 512, 3}, {392, 500, 136, 3}};
+                                {40, 256, 264, 6},   {300, 128, 256, 3}, {500, 96, 128, 4}};
+  const Shape mode2_shapes[] = {{256, 1000, 320, 4}, {136, 777, 264, 5}, {64, 300, 512, 3}, {392, 500, 136, 3},
+                                {256, 400, 128, 3}};
   workloads::SplitMix64 rng(53);
   std::uint64_t seed = 11000;
   int cases = 0, pair_plans = 0;
   auto check = [&](const verify::Case& c) {
     ++cases;
-    pair_plans += expect_cuda_pass(c, seed++, false, /*repeats=*/3).find("cluster2") != std::string::npos;
+    pair_plans += expect_cuda_pass(c, seed++, false, /*repeats=*/3).find(plan_says) != std::string::npos;
   };
   for (DType dt : {DType::kBF16, DType::kF16}) {
     for (DType out : {dt, DType::kF32}) {
@@ -293,14 +287,14 @@ TEST(CudaBackend, HopperClusterPairs) {
         for (const Shape& sh : mode1_shapes) {
           for (bool nk : {false, true}) {
             verify::Case c = mode1_case(sh, verify::make_group_sizes(pat, sh.g, sh.m, rng), dt, out, nk);
-            c.description += std::string(" pairs ") + verify::group_pattern_name(pat);
+            c.description += std::string(" ") + spec + " " + verify::group_pattern_name(pat);
             check(c);
           }
         }
         for (const Shape& sh : mode2_shapes) {
           auto made = verify::shaped_case(2, sh.m, sh.k, sh.n, verify::make_group_sizes(pat, sh.g, sh.k, rng), dt, out);
           ASSERT_TRUE(made.ok()) << made.status().message();
-          made->description += std::string(" pairs ") + verify::group_pattern_name(pat);
+          made->description += std::string(" ") + spec + " " + verify::group_pattern_name(pat);
           check(*made);
         }
       }
@@ -308,7 +302,47 @@ TEST(CudaBackend, HopperClusterPairs) {
   }
   check(mode1_offset_case());
   check(mode2_offset_case());
-  EXPECT_EQ(pair_plans, cases) << "a case was not planned on CTA pairs";
+  EXPECT_EQ(pair_plans, cases) << "a case was not planned on CTA pairs (" << spec << ")";
+}
+
+// A few pair cases of one kind, small enough for compute-sanitizer (scripts/gpu_check.sh runs them
+// first, and under the sanitizers once the kind's matrix below passed): both weight layouts, mode
+// 2, ranks without rows (m pairs: gs3's pair tiles give rank 1 2 rows, 128, none) or columns (n
+// pairs: at n = 264 rank 1 has 8 columns, at n = 128 none).
+void check_cluster_pairs_small(const char* spec, const char* plan_says) {
+  ScopedVariant pairs(spec);
+  const std::vector<std::int64_t> gs3 = {130, 0, 270}, gs4 = {130, 0, 61, 209};
+  std::uint64_t seed = 10500;
+  for (const verify::Case& c : {shaped(1, 400, 128, 264, gs3, DType::kBF16, DType::kBF16),
+                                gpu_test::weights_nk(400, 128, 128, gs4, DType::kF16, DType::kF32),
+                                shaped(2, 72, 400, 264, gs4, DType::kBF16, DType::kF32)}) {
+    const std::string plan = expect_cuda_pass(c, seed++, false, /*repeats=*/3);
+    EXPECT_NE(plan.find(plan_says), std::string::npos) << spec << " " << c.description << ": " << plan;
+  }
+}
+
+TEST(CudaBackend, HopperClusterPairsSmallAlongM) {
+  REQUIRE_GPU();
+  if (!device_is_hopper()) GTEST_SKIP() << "CTA pairs with TMA multicast are the Hopper family's";
+  check_cluster_pairs_small("cluster=2", "cluster2 ");
+}
+
+TEST(CudaBackend, HopperClusterPairsSmallAlongN) {
+  REQUIRE_GPU();
+  if (!device_is_hopper()) GTEST_SKIP() << "CTA pairs with TMA multicast are the Hopper family's";
+  check_cluster_pairs_small("cluster=2n", "cluster2n ");
+}
+
+TEST(CudaBackend, HopperClusterPairsAlongM) {
+  REQUIRE_GPU();
+  if (!device_is_hopper()) GTEST_SKIP() << "CTA pairs with TMA multicast are the Hopper family's";
+  check_cluster_pairs("cluster=2", "cluster2 ");
+}
+
+TEST(CudaBackend, HopperClusterPairsAlongN) {
+  REQUIRE_GPU();
+  if (!device_is_hopper()) GTEST_SKIP() << "CTA pairs with TMA multicast are the Hopper family's";
+  check_cluster_pairs("cluster=2n", "cluster2n ");
 }
 
 // The weight-gradient form of the Hopper family (mode 2: lhs [k, m], rhs [k, n], out [g, m, n]),

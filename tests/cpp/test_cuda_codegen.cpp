@@ -272,11 +272,24 @@ TEST(CudaCodegen, VariantOverrideChangesTheTileOrSaysWhatIsWrong) {
   EXPECT_EQ(v->cluster, 2);
   EXPECT_EQ(v->bn, 128);
   EXPECT_EQ(override_variant(*v, "cluster=1", hopper)->cluster, 1);
-  for (const char* bad : {"cluster=3", "cluster=0", "cluster=2,bn=192", "cluster=2,bn=64"}) {
+  v = override_variant(*wgmma, "cluster=2n", hopper);
+  ASSERT_TRUE(v.ok()) << v.status().to_string();
+  EXPECT_EQ(v->cluster, 2);
+  EXPECT_TRUE(v->cluster_along_n);
+  EXPECT_NE(v->name().find("cluster2n"), std::string::npos) << v->name();
+  EXPECT_NE(generate_source(*v).find("kClusterAlongN = true"), std::string::npos);
+  EXPECT_FALSE(override_variant(*v, "cluster=2", hopper)->cluster_along_n);
+  EXPECT_FALSE(override_variant(*v, "cluster=1", hopper)->cluster_along_n);
+  for (const char* bad : {"cluster=3", "cluster=0", "cluster=n", "cluster=2m", "cluster=2,bn=192", "cluster=2,bn=64"}) {
     auto r = override_variant(*wgmma, bad, hopper);
     ASSERT_FALSE(r.ok()) << bad;
     EXPECT_NE(r.status().message().find("cluster"), std::string::npos) << r.status().to_string();
   }
+  // n pairs load their whole B tiles: any bn
+  v = override_variant(*wgmma, "cluster=2n,bn=192", hopper);
+  ASSERT_TRUE(v.ok()) << v.status().to_string();
+  EXPECT_TRUE(v->cluster_along_n);
+  EXPECT_TRUE(compile_to_cubin(generate_source(*v), "ragdot_kernel.cu", embedded_kernel_headers(), "sm_90a").ok());
   const auto gathered = std::find_if(variants.begin(), variants.end(), [](const KernelVariant& k) { return k.gather_a; });
   ASSERT_NE(gathered, variants.end());
   EXPECT_EQ(*override_variant(*gathered, "cluster=2", hopper), *gathered);  // no pairs for gathered rows
@@ -308,8 +321,11 @@ TEST(CudaCodegen, HopperVariantsUseWgmmaAndTma) {
     EXPECT_NE(sass.find("HGMMA"), std::string::npos) << v.name() << ": no HGMMA in the SASS";
     EXPECT_NE(sass.find("UTMALDG"), std::string::npos) << v.name() << ": no TMA load in the SASS";
     EXPECT_NE(sass.find("SYNCS"), std::string::npos) << v.name() << ": no mbarrier wait in the SASS";
-    // CTA pairs: B through TMA multicast, a cluster barrier around the kernel; one-CTA variants neither
-    EXPECT_EQ(sass.find("UTMALDG.3D.MULTICAST") != std::string::npos, v.cluster > 1) << v.name() << ": multicast";
+    // CTA pairs: B (m pairs, 3-D boxes) or A (n pairs, 2-D boxes) through TMA multicast, a cluster
+    // barrier around the kernel; one-CTA variants neither
+    const char* multicast = v.cluster_along_n ? "UTMALDG.2D.MULTICAST" : "UTMALDG.3D.MULTICAST";
+    EXPECT_EQ(sass.find(multicast) != std::string::npos, v.cluster > 1) << v.name() << ": multicast";
+    EXPECT_EQ(sass.find(".MULTICAST") != std::string::npos, v.cluster > 1) << v.name() << ": multicast";
     EXPECT_EQ(sass.find("UCGABAR_WAIT") != std::string::npos, v.cluster > 1) << v.name() << ": cluster barrier";
     EXPECT_EQ(sass.find("LDL"), std::string::npos) << v.name() << ": local-memory loads in the SASS";
     EXPECT_EQ(sass.find("STL"), std::string::npos) << v.name() << ": local-memory stores in the SASS";
@@ -317,7 +333,7 @@ TEST(CudaCodegen, HopperVariantsUseWgmmaAndTma) {
     pairs += v.cluster > 1;
   }
   EXPECT_GE(checked, 4);
-  EXPECT_GE(pairs, 3);  // mode 1 with both weight layouts, mode 2
+  EXPECT_GE(pairs, 6);  // along m and n: mode 1 with both weight layouts, mode 2
 }
 
 class CacheDir {

@@ -289,20 +289,25 @@ class CudaBackend final : public Backend {
     RAGDOT_RETURN_IF_ERROR(check_cluster_width(*dev, *k, v));
 
     // Persistent grid: as many CTAs (CTA pairs: `resident` counts clusters) as fit on the device
-    // at once, never more than there can be tiles (a pair takes tiles of cluster x bm rows).
+    // at once, never more than there can be tiles (a pair's tile is 2 bm rows, or 2 bn columns).
     int per_sm = 0;
     std::int64_t resident = 0;
     {
       cuda::ScopedContext scope(dev->context);
       RAGDOT_RETURN_IF_ERROR(scope.status());
-      RAGDOT_CU_RETURN_IF_ERROR(cuda::driver()->cuOccupancyMaxActiveBlocksPerMultiprocessor(
-                                    &per_sm, k->gemm, v.threads(), size_t(smem)),
-                                "cuOccupancyMaxActiveBlocksPerMultiprocessor");
+      const CUresult r =
+          cuda::driver()->cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k->gemm, v.threads(), size_t(smem));
+      // a cluster kernel's fit is the cluster query's to say (resident_clusters); its CTAs take
+      // most of an SM's shared memory, one per SM
+      if (r != CUDA_SUCCESS && v.cluster > 1) per_sm = 1;
+      else RAGDOT_CU_RETURN_IF_ERROR(r, "cuOccupancyMaxActiveBlocksPerMultiprocessor");
       resident = std::int64_t(per_sm) * dev->multiprocessors;
       resident = resident_clusters(*k, v, smem, resident);
     }
     if (per_sm == 0 || resident == 0) return unsupported("kernel " + v.name() + " does not fit on this GPU");
-    const std::int64_t n_tiles = ceil_div(p.n, v.bn), tile_rows = std::int64_t(v.bm) * v.cluster;
+    const bool along_n = v.cluster_along_n;
+    const std::int64_t tile_rows = std::int64_t(v.bm) * (along_n ? 1 : v.cluster);
+    const std::int64_t n_tiles = ceil_div(p.n, std::int64_t(v.bn) * (along_n ? v.cluster : 1));
     std::int64_t max_tiles = 1;
     if (v.mode == 1) max_tiles = (ceil_div(p.m, tile_rows) + p.computed_groups + 2) * n_tiles;
     if (v.mode == 2) max_tiles = p.computed_groups * ceil_div(p.m, tile_rows) * n_tiles;

@@ -143,7 +143,8 @@ std::string KernelVariant::name() const {
   s << ' ' << bm << 'x' << bn << 'x' << bk;
   if (family == KernelFamily::kMmaSync) s << " w" << warps_m << 'x' << warps_n << " s" << stages;
   else if (family == KernelFamily::kWgmma)
-    s << " tma s" << stages << (gather_a ? " gatherA" : "") << (cluster > 1 ? " cluster" + std::to_string(cluster) : "");
+    s << " tma s" << stages << (gather_a ? " gatherA" : "")
+      << (cluster > 1 ? " cluster" + std::to_string(cluster) + (cluster_along_n ? "n" : "") : "");
   else s << " t" << tm << 'x' << tn;
   return s.str();
 }
@@ -158,6 +159,7 @@ std::string generate_source(const KernelVariant& v) {
       << "  static constexpr bool kBKMajor = " << (v.b_k_major ? "true" : "false") << ";\n"
       << "  static constexpr bool kGatherA = " << (v.gather_a ? "true" : "false") << ";\n"
       << "  static constexpr int kCluster = " << v.cluster << ";\n"
+      << "  static constexpr bool kClusterAlongN = " << (v.cluster_along_n ? "true" : "false") << ";\n"
       << "  typedef ragdot::" << type_tag(v.lhs) << " In;\n"
       << "  typedef ragdot::" << type_tag(v.out) << " Out;\n"
       << "};\n\n"
@@ -279,6 +281,7 @@ Result<KernelVariant> choose_variant(const core::GroupGemmProblem& p, const Devi
 
 Result<KernelVariant> override_variant(const KernelVariant& v, const std::string& spec, const DeviceTraits& d) {
   std::optional<int> bn, stages, cluster;
+  bool along_n = false;
   std::istringstream items(spec);
   std::string item;
   while (std::getline(items, item, ',')) {
@@ -292,6 +295,14 @@ Result<KernelVariant> override_variant(const KernelVariant& v, const std::string
       }
       continue;
     }
+    if (key == "cluster") {
+      if (text != "1" && text != "2" && text != "2n")
+        return invalid_argument("RAGDOT_CUDA_VARIANT: cluster must be 1, 2 (pairs along m) or 2n (along n), got '" +
+                                text + "'");
+      cluster = text == "1" ? 1 : 2;
+      along_n = text == "2n";
+      continue;
+    }
     char* end = nullptr;
     const long value = std::strtol(text.c_str(), &end, 10);
     if (text.empty() || *end != '\0') return invalid_argument("RAGDOT_CUDA_VARIANT: '" + item + "' is not key=integer");
@@ -301,9 +312,6 @@ Result<KernelVariant> override_variant(const KernelVariant& v, const std::string
     } else if (key == "stages") {
       if (value < 2 || value > 8) return invalid_argument("RAGDOT_CUDA_VARIANT: stages must be 2 to 8, got " + text);
       stages = int(value);
-    } else if (key == "cluster") {
-      if (value != 1 && value != 2) return invalid_argument("RAGDOT_CUDA_VARIANT: cluster must be 1 or 2, got " + text);
-      cluster = int(value);
     } else {
       return invalid_argument("RAGDOT_CUDA_VARIANT: unknown key '" + key +
                               "' (known: bn, stages, cluster, small_groups)");
@@ -319,10 +327,11 @@ Result<KernelVariant> override_variant(const KernelVariant& v, const std::string
   if (stages && out.family != KernelFamily::kSimt) out.stages = *stages;
   // gathered rows are cp.async loads, one CTA per tile: pairs do not apply there
   if (cluster && out.family == KernelFamily::kWgmma && !out.gather_a) {
-    if (*cluster > 1 && out.bn % 128 != 0)
+    if (*cluster > 1 && !along_n && out.bn % 128 != 0)
       return invalid_argument("RAGDOT_CUDA_VARIANT: cluster=2 splits B's tile in halves of 64-column boxes: bn " +
-                              std::to_string(out.bn) + " does not split (use 128 or 256)");
+                              std::to_string(out.bn) + " does not split (use 128 or 256, or cluster=2n)");
     out.cluster = *cluster;
+    out.cluster_along_n = *cluster > 1 && along_n;
   }
   if (out.dynamic_smem_bytes(kMaxGroupsPlusLocal / 2, kMaxGroupsPlusLocal / 2) > d.max_dynamic_smem)
     return invalid_argument("RAGDOT_CUDA_VARIANT: " + out.name() + " needs more shared memory than the device has");
@@ -360,12 +369,14 @@ std::vector<KernelVariant> all_variants(const DeviceTraits& d) {
             for (bool b_k : {true, false})
               for (bool gather : {false, true}) out.push_back(wgmma_variant(1, in, o, b_k, bn, d, gather));
             out.push_back(wgmma_variant(2, in, o, false, bn, d));
-            // CTA pairs sharing B (RAGDOT_CUDA_VARIANT=cluster=2)
-            for (KernelVariant v : {wgmma_variant(1, in, o, true, bn, d), wgmma_variant(1, in, o, false, bn, d),
-                                    wgmma_variant(2, in, o, false, bn, d)}) {
-              v.cluster = 2;
-              out.push_back(v);
-            }
+            // CTA pairs sharing B or A (RAGDOT_CUDA_VARIANT=cluster=2 or 2n)
+            for (bool along_n : {false, true})
+              for (KernelVariant v : {wgmma_variant(1, in, o, true, bn, d), wgmma_variant(1, in, o, false, bn, d),
+                                      wgmma_variant(2, in, o, false, bn, d)}) {
+                v.cluster = 2;
+                v.cluster_along_n = along_n;
+                out.push_back(v);
+              }
           }
     out.erase(std::remove_if(out.begin(), out.end(), [](const KernelVariant& v) { return v.stages < 2; }), out.end());
   }

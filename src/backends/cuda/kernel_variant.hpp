@@ -28,7 +28,8 @@ struct KernelVariant {
   int stages = 4;                // mma and wgmma families
   int tm = 4, tn = 4;            // simt family: outputs per thread
   bool gather_a = false;         // wgmma mode 1: A rows read through an index (cp.async), not TMA
-  int cluster = 1;               // wgmma: 2 = CTA pairs along m sharing B through TMA multicast
+  int cluster = 1;               // wgmma: 2 = CTA pairs sharing an operand through TMA multicast:
+  bool cluster_along_n = false;  //   along m (B shared) or, with this, along n (A shared)
 
   int threads() const;
   // Static shared memory is part of the kernel; this is the dynamic part for G groups, L local.
@@ -56,7 +57,8 @@ Result<KernelVariant> choose_variant(const core::GroupGemmProblem& p, const Devi
 // Applies a tuning override ("bn=128,stages=6"; RAGDOT_CUDA_VARIANT) to a chosen variant: `bn`
 // (wgmma family: 64, 128, 192 or 256; the stage count is refitted), `stages` (mma and wgmma
 // families: 2 to 8, as far as shared memory allows; applied after bn) and `cluster` (wgmma family
-// without gathered rows: 1, or 2 for CTA pairs sharing B; needs bn 128 or 256). A key the variant's family
+// without gathered rows: 1; 2 for CTA pairs along m sharing B, which needs bn 128 or 256; 2n
+// along n sharing A). A key the variant's family
 // does not have is ignored; an unknown key or a value out of range is an error that names it, so
 // a typo never silently measures the default. `small_groups=mma` (or `wgmma`, the default) is
 // accepted here and applied by choose_variant (small_groups_on_wgmma reads it: true unless mma).
