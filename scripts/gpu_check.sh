@@ -9,13 +9,14 @@
 # --skip leaves out the GPU tests whose Suite.Name matches REGEX (e.g. a slow one already run).
 # --sweep times the cuda backend again under each RAGDOT_CUDA_VARIANT override in SPECS
 # (';'-separated) beside the planner's choice, on every benchmark case (default
-# "cluster=2;cluster=2n": the Hopper family's CTA pairs along m and along n; "" for none).
+# "cluster=2;cluster=2n;raster=25600": the Hopper family's CTA pairs along m and along n, and a
+# large group's tiles in blocks whose rows fit in 25 MiB of L2; "" for none).
 # --python adds, after everything else, the Python bindings' GPU tests and MoE step benchmark
 # (scripts/gpu_python.sh; needs nanobind, jax with CUDA, and PyTorch or CuPy installed there).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . scripts/gpu_log.sh log.txt
-run_tests=1 run_bench=1 run_sanitizer=1 run_python=0 quick="" skip='^$' sweep='cluster=2;cluster=2n'
+run_tests=1 run_bench=1 run_sanitizer=1 run_python=0 quick="" skip='^$' sweep='cluster=2;cluster=2n;raster=25600'
 while [ $# -gt 0 ]; do
   a=$1
   shift

@@ -2,11 +2,13 @@
 // CTA reads its row of group sizes, clamps them (negative -> 0, running sum capped at the ragged
 // extent), and prefix-sums them into shared memory, so no pre-pass kernel and no host sync are
 // needed. Tiles are linearized over (segment, n-tile, m-tile), m-tiles of one weight tile
-// adjacent so that neighbouring CTAs share it in L2. Mode 1 adds two zero segments (rows before
-// the first computed group and past the last), which write zeros instead of computing.
+// adjacent so that neighbouring CTAs share it in L2, in blocks of m-tiles whose rows fit in L2
+// (raster.h). Mode 1 adds two zero segments (rows before the first computed group and past the
+// last), which write zeros instead of computing.
 #pragma once
 
 #include "ragdot/common.cuh"
+#include "ragdot/raster.h"
 
 namespace ragdot {
 
@@ -147,11 +149,14 @@ struct Scheduler {
       const int g = (int)(t / per_group);
       const i64 local = t - g * per_group;
       r.group = g;
-      r.m0 = (local % m_tiles) * kBM;
-      r.n0 = (local / m_tiles) * kBN;
       r.row_end = p.m;
       r.k_begin = (i64)starts[offset + g] * unit;
       r.k_len = (i64)starts[offset + g + 1] * unit - r.k_begin;
+      u32 mt, nt;
+      ragdot_raster_tile((u32)local, (u32)m_tiles, (u32)n_tiles,
+                         ragdot_raster_block(p.raster_lhs_elems, kBM, r.k_len, (u32)m_tiles), &mt, &nt);
+      r.m0 = (i64)mt * kBM;
+      r.n0 = (i64)nt * kBN;
       return r;
     }
     // mode 1: the segment whose tile range holds t (binary search over the prefix)
@@ -165,10 +170,13 @@ struct Scheduler {
     segment_rows(lo, L, begin, end);
     const i64 m_tiles = ceil_div(end - begin, kBM);
     const i64 local = t - tile_prefix[lo];
+    u32 mt, nt;
+    ragdot_raster_tile((u32)local, (u32)m_tiles, (u32)n_tiles,
+                       ragdot_raster_block(p.raster_lhs_elems, kBM, p.k, (u32)m_tiles), &mt, &nt);
     r.group = lo;
     r.zero = lo >= L;
-    r.m0 = begin + (local % m_tiles) * kBM;
-    r.n0 = (local / m_tiles) * kBN;
+    r.m0 = begin + (i64)mt * kBM;
+    r.n0 = (i64)nt * kBN;
     r.row_end = end;
     r.k_begin = 0;
     r.k_len = p.k;

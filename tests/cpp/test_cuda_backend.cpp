@@ -152,14 +152,12 @@ class ScopedVariant {
 // times on a poisoned output: every run must match the oracle and give the first run's bytes.
 // Small on purpose: scripts/gpu_check.sh runs this test under compute-sanitizer's memcheck,
 // racecheck and synccheck.
-TEST(CudaBackend, EveryFamilyMatchesTheOracleAndRepeatsBitwise) {
-  REQUIRE_GPU();
-  const bool hopper = device_is_hopper();
+struct Family {
+  const char* expect;  // substring of the plan on Hopper
+  verify::Case c;
+};
+std::vector<Family> family_cases(bool hopper) {
   const std::vector<std::int64_t> gs4 = {130, 0, 61, 209};  // an empty group, a partial tile, a group end mid-tile
-  struct Family {
-    const char* expect;  // substring of the plan on Hopper
-    verify::Case c;
-  };
   std::vector<Family> cases;
   cases.push_back({"wgmma", shaped(1, 400, 128, 264, gs4, DType::kBF16, DType::kBF16)});
   cases.push_back({"wgmma", gpu_test::weights_nk(400, 128, 264, gs4, DType::kF16, DType::kF32)});
@@ -189,13 +187,41 @@ TEST(CudaBackend, EveryFamilyMatchesTheOracleAndRepeatsBitwise) {
     c.description = "mode1 contracting dims transposed between lhs and rhs";
     cases.push_back({"copy", c});
   }
+  return cases;
+}
+
+TEST(CudaBackend, EveryFamilyMatchesTheOracleAndRepeatsBitwise) {
+  REQUIRE_GPU();
+  const bool hopper = device_is_hopper();
   std::uint64_t seed = 9000;
-  for (const auto& f : cases) {
+  for (const auto& f : family_cases(hopper)) {
     const std::string plan = expect_cuda_pass(f.c, seed++, false, /*repeats=*/3);
     if (hopper) EXPECT_NE(plan.find(f.expect), std::string::npos) << f.c.description << ": " << plan;
   }
 }
 
+
+// Every family with a group's m tiles taken in blocks (kernels/ragdot/raster.h) of one tile and of
+// a few (RAGDOT_CUDA_VARIANT=raster=KiB, a budget far below these groups' rows), and groups of
+// many m tiles in both modes: the tile order changes, the results must not.
+TEST(CudaBackend, EveryFamilyInTileBlocksMatchesTheOracle) {
+  REQUIRE_GPU();
+  const bool hopper = device_is_hopper();
+  std::uint64_t seed = 9500;
+  std::vector<verify::Case> cases;
+  for (const auto& f : family_cases(hopper)) cases.push_back(f.c);
+  // groups of 7 m tiles (blocks of 3, 3, 1 at raster=100) and mode 2 with 8 m tiles per group
+  cases.push_back(shaped(1, 1100, 128, 264, {830, 0, 270}, DType::kBF16, DType::kBF16));
+  cases.push_back(gpu_test::weights_nk(1100, 128, 264, {270, 830}, DType::kF16, DType::kF32));
+  cases.push_back(shaped(2, 900, 300, 264, {100, 0, 77, 123}, DType::kBF16, DType::kF32));
+  for (const char* spec : {"raster=1", "raster=100"}) {
+    ScopedVariant blocks(spec);
+    for (verify::Case c : cases) {
+      c.description += std::string(" ") + spec;
+      expect_cuda_pass(c, seed++);
+    }
+  }
+}
 
 // The TMA + wgmma family on the shapes it is chosen for (about 100 rows or more per group), both
 // weight layouts, every output dtype, every group pattern, and a group offset. On Hopper the plan

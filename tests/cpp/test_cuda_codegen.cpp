@@ -285,6 +285,16 @@ TEST(CudaCodegen, VariantOverrideChangesTheTileOrSaysWhatIsWrong) {
     ASSERT_FALSE(r.ok()) << bad;
     EXPECT_NE(r.status().message().find("cluster"), std::string::npos) << r.status().to_string();
   }
+  // raster: accepted here (the plan applies it), in KiB, 0 = the plain order
+  EXPECT_EQ(*override_variant(*wgmma, "raster=64", hopper), *wgmma);
+  for (const char* bad : {"raster=-1", "raster=x", "raster=", "raster=5000000"}) {
+    auto r = override_variant(*wgmma, bad, hopper);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.status().message().find("raster"), std::string::npos) << r.status().to_string();
+  }
+  EXPECT_EQ(raster_bytes(""), 0);
+  EXPECT_EQ(raster_bytes("bn=128,raster=64"), 64 << 10);
+  EXPECT_EQ(raster_bytes("raster=25600,raster=0"), 0);
   // n pairs load their whole B tiles: any bn
   v = override_variant(*wgmma, "cluster=2n,bn=192", hopper);
   ASSERT_TRUE(v.ok()) << v.status().to_string();

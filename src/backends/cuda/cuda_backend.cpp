@@ -113,11 +113,13 @@ class CudaPlan final : public detail::BackendPlan {
  public:
   CudaPlan(const core::GroupGemmProblem& p, const Device& dev, const KernelVariant& v,
            std::shared_ptr<const LoadedKernel> k, bool checked, int grid_x, std::int64_t smem,
-           std::optional<RelayoutCopy> lhs_copy, std::optional<RelayoutCopy> rhs_copy, CUfunction relayout)
+           std::int64_t raster_bytes, std::optional<RelayoutCopy> lhs_copy, std::optional<RelayoutCopy> rhs_copy,
+           CUfunction relayout)
       : dev_(dev), kernel_(std::move(k)), problem_(p), variant_(v), params_(static_params(p)), checked_(checked),
         grid_x_(grid_x),
         grid_y_(int(p.outer_count())), threads_(v.threads()), smem_(smem), has_offset_(p.has_group_offset),
         lhs_copy_(lhs_copy), rhs_copy_(rhs_copy), relayout_(relayout) {
+    params_.raster_lhs_elems = raster_bytes / std::int64_t(dtype_size(p.lhs_dtype));
     memory_space = MemorySpace::kDevice;
     graph_safe = !checked;
     needs_host_sync = checked;
@@ -323,7 +325,8 @@ class CudaBackend final : public Backend {
       RAGDOT_ASSIGN_OR_RETURN(relayout, load_relayout_kernel(*dev));
     }
     return std::unique_ptr<detail::BackendPlan>(
-        new CudaPlan(p, *dev, v, std::move(k), checked, grid_x, smem, lhs_copy, rhs_copy, relayout));
+        new CudaPlan(p, *dev, v, std::move(k), checked, grid_x, smem, cuda::raster_bytes(spec.value_or("")),
+                     lhs_copy, rhs_copy, relayout));
   }
 };
 

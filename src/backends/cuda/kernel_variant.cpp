@@ -295,6 +295,14 @@ Result<KernelVariant> override_variant(const KernelVariant& v, const std::string
       }
       continue;
     }
+    if (key == "raster") {  // applied to the plan's launch arguments (raster_bytes)
+      char* end = nullptr;
+      const long kib = std::strtol(text.c_str(), &end, 10);
+      if (text.empty() || *end != '\0' || kib < 0 || kib > (1l << 22))
+        return invalid_argument("RAGDOT_CUDA_VARIANT: raster must be 0 (off) or KiB of L2 up to 4 GiB, got '" + text +
+                                "'");
+      continue;
+    }
     if (key == "cluster") {
       if (text != "1" && text != "2" && text != "2n")
         return invalid_argument("RAGDOT_CUDA_VARIANT: cluster must be 1, 2 (pairs along m) or 2n (along n), got '" +
@@ -314,7 +322,7 @@ Result<KernelVariant> override_variant(const KernelVariant& v, const std::string
       stages = int(value);
     } else {
       return invalid_argument("RAGDOT_CUDA_VARIANT: unknown key '" + key +
-                              "' (known: bn, stages, cluster, small_groups)");
+                              "' (known: bn, stages, cluster, small_groups, raster)");
     }
   }
   // A key the chosen family does not have leaves it as it is: one setting can then stand for a
@@ -347,6 +355,16 @@ bool small_groups_on_wgmma(const std::string& spec) {
     if (item == "small_groups=mma") wgmma = false;
   }
   return wgmma;
+}
+
+std::int64_t raster_bytes(const std::string& spec) {
+  std::int64_t bytes = 0;  // the plain order until blocks are measured to pay (see raster.h)
+  std::istringstream items(spec);
+  std::string item;
+  while (std::getline(items, item, ',')) {
+    if (item.rfind("raster=", 0) == 0) bytes = std::strtoll(item.c_str() + 7, nullptr, 10) << 10;
+  }
+  return bytes;
 }
 
 std::vector<KernelVariant> all_variants(const DeviceTraits& d) {

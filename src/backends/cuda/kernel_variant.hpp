@@ -61,9 +61,13 @@ Result<KernelVariant> choose_variant(const core::GroupGemmProblem& p, const Devi
 // along n sharing A). A key the variant's family
 // does not have is ignored; an unknown key or a value out of range is an error that names it, so
 // a typo never silently measures the default. `small_groups=mma` (or `wgmma`, the default) is
-// accepted here and applied by choose_variant (small_groups_on_wgmma reads it: true unless mma).
+// accepted here and applied by choose_variant (small_groups_on_wgmma reads it: true unless mma);
+// `raster=KiB` (0: off) too, and applied to the plan's launch arguments (raster_bytes).
 Result<KernelVariant> override_variant(const KernelVariant& v, const std::string& spec, const DeviceTraits& device);
 bool small_groups_on_wgmma(const std::string& spec);
+// Bytes of L2 that one block of a group's rows may take (kernels/ragdot/raster.h): `raster=KiB`
+// of a (validated) override spec, else 0, the plain order.
+std::int64_t raster_bytes(const std::string& spec);
 
 // Every variant choose_variant can return for a device (CI compiles them all).
 std::vector<KernelVariant> all_variants(const DeviceTraits& device);
