@@ -7,7 +7,10 @@ combine, and their memory time against one copy of the routed activations; then 
 targets, each marked met or not.
 
     moe_layer_report.py --layer A.json --layer B.json --peers torch.json --peers jax.json \\
-        --json OUT.json --md OUT.md [--commit SHA]
+        --json OUT.json --md OUT.md [--commit SHA] [--variant SPEC=C.json ... --variants-md V.md]
+
+--variant adds a report of the same layer under a RAGDOT_CUDA_VARIANT override (scripts/gpu_layer.sh
+--variant); --variants-md tabulates them against the default reports given with --layer.
 """
 import argparse
 import json
@@ -138,6 +141,31 @@ def markdown(rows, checks, commit):
     return "\n".join(lines) + "\n"
 
 
+def variants_markdown(layers, variants):
+    """ragdot's layer under each override beside the default, per preset and token count."""
+    specs = list(dict.fromkeys(spec for spec, _ in variants))
+    lines = ["ragdot's layer under RAGDOT_CUDA_VARIANT overrides (ms, medians; in parentheses the default's "
+             "time over the override's: above 1 the override is faster):", "",
+             "| preset | tokens | default fwd | default fwd+bwd | " +
+             " | ".join(f"{s} fwd | {s} fwd+bwd" for s in specs) + " |",
+             "|---|---|---|---|" + "---|---|" * len(specs)]
+    for rep in layers:
+        if "paths" not in rep:
+            continue
+        ours = rep["paths"][0]
+        cells = []
+        for spec in specs:
+            rec = next((r for s, r in variants if s == spec and r.get("preset") == rep["preset"]
+                        and r.get("tokens") == rep["tokens"]), None)
+            path = rec["paths"][0] if rec and rec.get("paths") else {"error": (rec or {}).get("error", "no report")}
+            for key in ("forward_ms", "forward_backward_ms"):
+                r = ratio(ours.get(key), path.get(key))
+                cells.append(f"{fmt(path[key])} ({fmt(r, '.2f')})" if key in path else (path.get("error") or "-")[:40])
+        lines.append(f"| {rep['preset']} | {rep['tokens']} | {fmt(ours.get('forward_ms'))} | "
+                     f"{fmt(ours.get('forward_backward_ms'))} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--layer", action="append", default=[], help="a ragdot layer --json report")
@@ -145,6 +173,8 @@ def main():
     ap.add_argument("--json", required=True)
     ap.add_argument("--md", required=True)
     ap.add_argument("--commit", default="")
+    ap.add_argument("--variant", action="append", default=[], help="SPEC=FILE: a report under an override")
+    ap.add_argument("--variants-md", help="write the override reports' table here")
     args = ap.parse_args()
     # a missing or empty report (the run failed) becomes a row that says so
     layers = [load(p) if os.path.exists(p) else {"error": f"{p}: no report (see layer_runs.txt)"} for p in args.layer]
@@ -162,6 +192,16 @@ def main():
     with open(args.md, "w") as fh:
         fh.write(md)
     print(md)
+    if args.variants_md:
+        variants = []
+        for item in args.variant:
+            # SPEC may itself hold '=' (cluster=2): the file is what follows the last '='
+            spec, path = item.rsplit("=", 1)
+            variants.append((spec, load(path) if os.path.exists(path) else {"error": f"{path}: no report"}))
+        vmd = variants_markdown(layers, variants)
+        with open(args.variants_md, "w") as fh:
+            fh.write(vmd)
+        print(vmd)
 
 
 if __name__ == "__main__":

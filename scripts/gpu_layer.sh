@@ -14,19 +14,26 @@
 #   peers_torch.json, peers_jax.json
 #   layer_results.json, layer_table.md   the merged report
 #   ep_layer.txt             the expert-parallel layer forward on 1, 2, 4, ... GPUs (bench/ep_bench --layer)
+#   layer_variants.md        with --variant: the layer under each RAGDOT_CUDA_VARIANT beside the default
 #
 #   OUT=/some/dir scripts/gpu_layer.sh [--quick] [--no-tests] [--no-peers] [--no-jax] [--sanitizer]
+#                                      [--variant "cluster=2;cluster=2n"]
 #
 # --quick: 5 timed repetitions instead of 10 (3 for JAX) and a 120 s budget for the JAX peer (cases
 # past it are recorded as skipped); about 4 to 5 minutes on an H200 with a warm kernel cache.
-# --sanitizer adds compute-sanitizer memcheck on the smallest layer test. Uses the programs in
+# --sanitizer adds compute-sanitizer memcheck on the smallest layer test. --variant runs each case
+# again (ragdot's path only) under each ';'-separated RAGDOT_CUDA_VARIANT override, in the same
+# run, and tabulates forward and forward + backward against the default. Uses the programs in
 # .devbin/ (scripts/gpu_bundle.sh) when they run here, else builds them.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 . scripts/gpu_log.sh layer_log.txt
-quick=0 tests=1 peers=1 jax=1 sanitizer=0
+quick=0 tests=1 peers=1 jax=1 sanitizer=0 variants=""
+next_is_variant=0
 for a in "$@"; do
+  if [ $next_is_variant = 1 ]; then variants=$a; next_is_variant=0; continue; fi
   case $a in
+    --variant) next_is_variant=1 ;;
     --quick) quick=1 ;;
     --no-tests) tests=0 ;;
     --no-peers) peers=0 ;;
@@ -93,6 +100,27 @@ for c in $cases; do
   echo "ragdot layer $preset $tokens exit $? ($(elapsed))" | tee -a "$LOG" >> "$OUT/layer_runs.txt"
   layer_args+=(--layer "$f")
 done
+
+# the same layers under kernel-variant overrides (ragdot's path only), beside the default runs above
+if [ -n "$variants" ]; then
+  say "ragdot layer under RAGDOT_CUDA_VARIANT: $variants"
+  variant_args=()
+  IFS=';' read -ra specs <<< "$variants"
+  for spec in "${specs[@]}"; do
+    tag=$(echo "$spec" | tr -c 'A-Za-z0-9\n' '_')
+    for c in $cases; do
+      preset=${c%%:*} tokens=${c##*:}
+      f="$OUT/layer_${preset}_${tokens}_${tag}.json"
+      RAGDOT_CUDA_VARIANT=$spec timeout 120 "$BIN/ragdot" layer --backend cuda --model "$preset" --tokens "$tokens" \
+        --reps $reps --no-baseline --json "$f" >> "$OUT/layer_runs.txt" 2>&1
+      echo "ragdot layer $preset $tokens under $spec exit $? ($(elapsed))" | tee -a "$LOG" >> "$OUT/layer_runs.txt"
+      variant_args+=(--variant "$spec=$f")
+    done
+  done
+  "$PY" bench/moe_layer_report.py "${layer_args[@]}" "${variant_args[@]}" --variants-md "$OUT/layer_variants.md" \
+    --json /dev/null --md /dev/null >> "$LOG" 2>&1
+  cat "$OUT/layer_variants.md" >&2 2> /dev/null
+fi
 
 # expert parallelism: the whole layer forward with E / W experts per GPU, tokens/s from 1 to all GPUs
 if [ -x "$BIN/ep_bench" ]; then
