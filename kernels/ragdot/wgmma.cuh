@@ -31,12 +31,18 @@
 // columns) in a tile still loads and multicasts its share (in an n pair, rank 1 has none when the
 // tile has 64 rows or fewer), and its consumers only keep the barriers' protocol.
 //
-// Shared memory: [scheduler table][pad to 1024][stage 0: A | B][stage 1] ... . Every tile is
-// stored 128B-swizzled as TMA writes it and wgmma reads it; 1024-byte alignment keeps the swizzle
-// pattern anchored.
+// TMA-store epilogue (kTmaStore, mode 2 with 16-bit outputs): each consumer warpgroup writes its
+// 64 x kBN outputs into shared memory one 64 x 64 box at a time, two buffers in turn, and one of
+// its threads sends each out with a TMA bulk store (whole lines; the warpgroup writes the next box
+// and goes on to its next tile while they drain). The weight gradient's output blocks are as large as its weights (deepseek-v3:
+// 15 GB), and its tiles have only a group's few rows of k, so the stores bound it.
+//
+// Shared memory: [scheduler table][pad to 1024][stage 0: A | B][stage 1] ... [staging]. Every tile
+// is stored 128B-swizzled as TMA writes it and wgmma reads it; 1024-byte alignment keeps the
+// swizzle pattern anchored.
 //
 // The generated prelude defines `struct V` with kMode, kBN, kStages, kBKMajor, kGatherA, kCluster,
-// kClusterAlongN, typedef In, typedef Out,
+// kClusterAlongN, kTmaStore, typedef In, typedef Out,
 // and `struct Mma` with `run(float (&d)[kBN / 2], u64 desc_a, u64 desc_b, int accumulate)`: the
 // one wgmma instruction of the variant (m64 x kBN x k16), written out by the generator.
 #pragma once
@@ -144,6 +150,21 @@ __device__ __forceinline__ void cluster_sync() {
   asm volatile("barrier.cluster.arrive;\nbarrier.cluster.wait;\n" ::: "memory");
 }
 
+// TMA bulk store of one box from shared memory; completes in this thread's bulk group.
+__device__ __forceinline__ void tma_store_3d(const TensorMap* map, u32 src, int c0, int c1, int c2) {
+  asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%2, %3, %4}], [%1];\n" ::"l"(map),
+               "r"(src), "r"(c0), "r"(c1), "r"(c2)
+               : "memory");
+}
+__device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
+// Waits until this thread's bulk groups but the newest N have read their shared memory.
+template <int N> __device__ __forceinline__ void bulk_wait_read() {
+  asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory");
+}
+// Waits until this thread's bulk groups but the newest N are complete (their writes done).
+template <int N> __device__ __forceinline__ void bulk_wait() {
+  asm volatile("cp.async.bulk.wait_group %0;\n" ::"n"(N) : "memory");
+}
 // Orders this thread's generic-proxy shared-memory writes before later async-proxy reads (wgmma).
 __device__ __forceinline__ void fence_async_shared() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 // 16 bytes global -> shared, asynchronously; `bytes` of them read (0..16), the rest zero-filled.
@@ -157,6 +178,8 @@ __device__ __forceinline__ void cp_async_arrive(u32 bar) {
 }
 // Barrier 1 over the two consumer warpgroups (barrier 0 is __syncthreads).
 __device__ __forceinline__ void consumers_sync() { asm volatile("bar.sync 1, 256;\n" ::: "memory"); }
+// Barriers 2 and 3: one consumer warpgroup (wg 0 or 1) alone.
+__device__ __forceinline__ void warpgroup_sync(int wg) { asm volatile("bar.sync %0, 128;\n" ::"r"(2 + wg) : "memory"); }
 
 __device__ __forceinline__ void prefetch_map(const TensorMap* map) {
   asm volatile("prefetch.tensormap [%0];\n" ::"l"(map) : "memory");
@@ -214,6 +237,10 @@ struct Kernel {
   static constexpr bool kPairN = kCluster == 2 && V::kClusterAlongN;   // ranks split columns, share A
   static_assert(kCluster == 1 || (kCluster == 2 && !V::kGatherA && (kBN % 128 == 0 || kPairN)),
                 "an m pair splits B's boxes evenly; pairs load A by TMA");
+  static_assert(!V::kTmaStore || (V::kMode == 2 && sizeof(typename Storage<typename V::Out>::type) == 2),
+                "the TMA-store epilogue is the weight gradient's, for 16-bit outputs");
+  // TMA-store epilogue: per warpgroup two buffers of one 64 x 64 box (8 KiB) each
+  static constexpr int kStagingBytes = V::kTmaStore ? 2 * 2 * 64 * 64 * 2 : 0;
   // A pair's tiles are 256 x kBN (along m) or 128 x 2 kBN (along n): the scheduler hands out those.
   typedef Scheduler<V::kMode, kBM * (kPairM ? 2 : 1), kBN * (kPairN ? 2 : 1), kThreads> Sched;
   typedef typename Storage<typename V::Out>::type O;
@@ -225,7 +252,8 @@ struct Kernel {
   static constexpr int kPairTileReaders = 8 + 8 + 1;
 
   static __device__ __forceinline__ void run(const RagdotKernelParams& p, const TensorMap* map_a,
-                                             const TensorMap* map_b, unsigned char* smem) {
+                                             const TensorMap* map_b, unsigned char* smem,
+                                             const TensorMap* map_out = nullptr) {
     __shared__ i64 scan_scratch[33];
     __shared__ __align__(8) u64 full_bar[kStages], empty_bar[kStages];
     Sched sched;
@@ -249,6 +277,7 @@ struct Kernel {
       asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
       if (!V::kGatherA) prefetch_map(map_a);
       prefetch_map(map_b);
+      if (V::kTmaStore) prefetch_map(map_out);
     }
     // a pair's barriers are signalled from both CTAs: both must be initialized before either starts
     if (kCluster > 1) cluster_sync();
@@ -260,7 +289,7 @@ struct Kernel {
       else if (warp == 0 && lane == 0) produce(p, sched, map_a, map_b, ring, full_bar, empty_bar);
     } else {
       regs_alloc<224>();
-      consume(p, sched, ring, full_bar, empty_bar, (threadIdx.x - 128) >> 7);
+      consume(p, sched, ring, full_bar, empty_bar, (threadIdx.x - 128) >> 7, map_out);
     }
     // no CTA of a pair leaves while its peer may still arrive on its barriers
     if (kCluster > 1) cluster_sync();
@@ -529,12 +558,50 @@ struct Kernel {
     if (kCluster > 1) mbar_arrive_remote(cluster_address(smem_address(&empty_bar[s]), rank ^ 1));
   }
 
+  // kTmaStore: this warpgroup's 64 x kBN outputs go out one 64 x 64 box at a time through two
+  // 8 KiB buffers of its staging area, taken in turn (`stores` counts this warpgroup's boxes
+  // across tiles): the box is written 128B-swizzled, as the tensor map's TMA store reads it (a
+  // quad's 16 bytes of a row land in other banks than the other rows'), then thread 0 sends it out
+  // in a bulk group of its own, and a buffer is rewritten once the group before last (its previous
+  // box) has been read out, so writing one box overlaps sending the other. Boxes wholly past n
+  // are skipped; rows past m are clipped by the map.
+  static __device__ __forceinline__ void store_tile_tma(const TensorMap* map_out, u32 area, int wg, int tid, int n0,
+                                                        int m0, int group, i64 cols_lim, u32& stores,
+                                                        const float (&acc)[kAcc]) {
+    const int warp = tid >> 5, lane = tid & 31, q = lane & 3;
+#pragma unroll
+    for (int box = 0; box < kBN / 64; ++box) {
+      if (box * 64 >= cols_lim) break;  // the same for the whole warpgroup
+      const u32 buffer = area + (stores & 1) * (64 * 128);
+      if (tid == 0) bulk_wait_read<1>();  // this buffer's previous box has been read out
+      warpgroup_sync(wg);
+#pragma unroll
+      for (int chunk = 0; chunk < 8; ++chunk) {  // 16 bytes (8 columns) of each row
+        const int j = box * 8 + chunk;         // the accumulators' block of 8 columns
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int r = warp * 16 + (lane >> 2) + 8 * h;
+          const u32 addr = buffer + r * 128 + ((chunk ^ (r & 7)) << 4) + q * 4;
+          const u32 v = pack2(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1], typename V::Out());
+          asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(addr), "r"(v) : "memory");
+        }
+      }
+      fence_async_shared();  // these generic-proxy writes before the TMA unit's reads
+      warpgroup_sync(wg);
+      if (tid == 0) {
+        tma_store_3d(map_out, buffer, n0 + box * 64, m0 + wg * 64, group);
+        bulk_commit();
+      }
+      ++stores;
+    }
+  }
+
   static __device__ __forceinline__ void consume(const RagdotKernelParams& p, const Sched& sched, u32 ring,
-                                                 u64* full_bar, u64* empty_bar, int wg) {
+                                                 u64* full_bar, u64* empty_bar, int wg, const TensorMap* map_out) {
     const int tid = threadIdx.x & 127, warp = tid >> 5, lane = tid & 31;
     O* out = (O*)p.out;
     const u32 rank = kCluster > 1 ? cluster_rank() : 0;
-    u32 it = 0;
+    u32 it = 0, stores = 0;
     float acc[kAcc];
     for (u32 n = 0;; ++n) {
       const int t = take_tile(n);
@@ -610,9 +677,19 @@ struct Kernel {
       if (kPairN) tile.n0 += rank * kBN;  // past n: cols_lim <= 0, nothing is stored
       const i64 cols_lim = p.n - tile.n0;
       const i64 rows_here = imin((i64)kBM, tile.row_end - tile.m0) - wg * 64;  // this warpgroup's rows
+      if constexpr (V::kTmaStore) {
+        // (a warpgroup with no rows or columns here has nothing to send: it skips as a whole)
+        const u32 area = ring + kStages * kStageBytes + wg * (kStagingBytes / 2);
+        if (rows_here > 0 && cols_lim > 0)
+          store_tile_tma(map_out, area, wg, tid, (int)tile.n0, (int)tile.m0, tile.group, cols_lim, stores, acc);
+        continue;
+      }
       O* otile = out + tile_out_offset<V::kMode>(p, tile) + wg * 64 * p.out_m;  // the family's out_n is 1
       const int r0 = warp * 16 + (lane >> 2);
       store_tile(otile, p.out_m, r0, lane, rows_here, cols_lim, acc, typename V::Out());
+    }
+    if constexpr (V::kTmaStore) {
+      if (tid == 0) bulk_wait<0>();  // the last stores are done before the kernel ends
     }
   }
 };

@@ -375,13 +375,13 @@ TEST(CudaBackend, HopperClusterPairsAlongN) {
 // where group boundaries fall inside k tiles: odd sizes, empty groups (zero blocks), one group
 // holding every row, a tail no group covers, every output dtype, a group offset. On Hopper every
 // case must really be planned as wgmma.
-TEST(CudaBackend, HopperWeightGradientPatternsAndOffset) {
-  REQUIRE_GPU();
+// `plan_says`: what every plan with a 16-bit output must contain on Hopper (f32 outputs: "wgmma").
+void check_weight_gradients(const char* plan_says, int repeats) {
   const bool hopper = device_is_hopper();
-  const Shape shapes[] = {{256, 1000, 320, 4}, {136, 777, 264, 5}, {64, 300, 512, 3}};
+  const Shape shapes[] = {{256, 1000, 320, 4}, {136, 777, 264, 5}, {64, 300, 512, 3}, {200, 500, 136, 3}};
   workloads::SplitMix64 rng(29);
   std::uint64_t seed = 7000;
-  int cases = 0, wgmma_plans = 0;
+  int cases = 0, expected_plans = 0;
   for (DType dt : {DType::kBF16, DType::kF16}) {
     for (DType out : {dt, DType::kF32}) {
       for (const Shape& sh : shapes) {
@@ -392,13 +392,49 @@ TEST(CudaBackend, HopperWeightGradientPatternsAndOffset) {
           verify::Case c = *made;
           c.description += std::string(" ") + verify::group_pattern_name(pat);
           ++cases;
-          wgmma_plans += expect_cuda_pass(c, seed++).find("wgmma") != std::string::npos;
+          const std::string plan = expect_cuda_pass(c, seed++, false, repeats);
+          expected_plans += plan.find(out == DType::kF32 ? "wgmma" : plan_says) != std::string::npos;
         }
       }
     }
   }
-  expect_cuda_pass(mode2_offset_case(), seed++);
-  if (hopper) EXPECT_EQ(wgmma_plans, cases) << "the Hopper family was not planned for every weight-gradient case";
+  const std::string plan = expect_cuda_pass(mode2_offset_case(), seed++, false, repeats);
+  if (hopper) {
+    EXPECT_EQ(expected_plans, cases) << "a weight-gradient case was not planned as " << plan_says;
+    EXPECT_NE(plan.find(plan_says), std::string::npos) << plan;
+  }
+}
+
+TEST(CudaBackend, HopperWeightGradientPatternsAndOffset) {
+  REQUIRE_GPU();
+  check_weight_gradients("wgmma", 1);
+}
+
+// The same with the TMA-store epilogue (RAGDOT_CUDA_VARIANT=epilogue=tma, 16-bit outputs; f32
+// outputs keep the direct one): the staging area reused across parts and tiles, partial tiles at
+// m and n clipped by the tensor map, empty groups' zero blocks; three runs each, bitwise the same.
+TEST(CudaBackend, HopperWeightGradientTmaStore) {
+  REQUIRE_GPU();
+  if (!device_is_hopper()) GTEST_SKIP() << "the TMA-store epilogue is the Hopper family's";
+  ScopedVariant tma("epilogue=tma");
+  check_weight_gradients("tmastore", 3);
+}
+
+// Small TMA-store cases (partial tiles, an empty group, a last tile with one box of columns) at
+// every tile width, 64 to 256 (an odd number of boxes per tile alternates the buffers across
+// tiles), for compute-sanitizer too (scripts/gpu_check.sh, once the test above passed).
+TEST(CudaBackend, HopperWeightGradientTmaStoreSmall) {
+  REQUIRE_GPU();
+  if (!device_is_hopper()) GTEST_SKIP() << "the TMA-store epilogue is the Hopper family's";
+  std::uint64_t seed = 7700;
+  for (const char* spec : {"epilogue=tma", "epilogue=tma,bn=64", "epilogue=tma,bn=192"}) {
+    ScopedVariant tma(spec);
+    for (const verify::Case& c : {shaped(2, 200, 300, 264, {100, 0, 77, 123}, DType::kBF16, DType::kBF16),
+                                  shaped(2, 72, 400, 136, {130, 0, 61, 209}, DType::kF16, DType::kF16)}) {
+      const std::string plan = expect_cuda_pass(c, seed++, false, /*repeats=*/3);
+      EXPECT_NE(plan.find("tmastore"), std::string::npos) << spec << " " << c.description << ": " << plan;
+    }
+  }
 }
 
 TEST(CudaBackend, BatchModeAndBatchDims) {

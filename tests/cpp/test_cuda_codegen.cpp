@@ -295,6 +295,24 @@ TEST(CudaCodegen, VariantOverrideChangesTheTileOrSaysWhatIsWrong) {
   EXPECT_EQ(raster_bytes(""), 0);
   EXPECT_EQ(raster_bytes("bn=128,raster=64"), 64 << 10);
   EXPECT_EQ(raster_bytes("raster=25600,raster=0"), 0);
+  // epilogue=tma: the weight gradient's, 16-bit outputs; elsewhere ignored
+  const auto mode2 = std::find_if(variants.begin(), variants.end(), [](const KernelVariant& k) {
+    return k.family == KernelFamily::kWgmma && k.mode == 2 && k.out == DType::kBF16 && k.bn == 256 && !k.tma_store &&
+           k.cluster == 1;
+  });
+  ASSERT_NE(mode2, variants.end());
+  v = override_variant(*mode2, "epilogue=tma", hopper);
+  ASSERT_TRUE(v.ok()) << v.status().to_string();
+  EXPECT_TRUE(v->tma_store);
+  EXPECT_LT(v->stages, mode2->stages);  // the staging area takes a stage's room
+  EXPECT_NE(v->name().find("tmastore"), std::string::npos) << v->name();
+  EXPECT_NE(generate_source(*v).find("map_out"), std::string::npos);
+  EXPECT_FALSE(override_variant(*v, "epilogue=direct", hopper)->tma_store);
+  EXPECT_FALSE(override_variant(*wgmma, "epilogue=tma", hopper)->tma_store);  // mode 1: ignored
+  KernelVariant f32_out = *mode2;
+  f32_out.out = DType::kF32;
+  EXPECT_FALSE(override_variant(f32_out, "epilogue=tma", hopper)->tma_store);
+  EXPECT_FALSE(override_variant(*mode2, "epilogue=smem", hopper).ok());
   // n pairs load their whole B tiles: any bn
   v = override_variant(*wgmma, "cluster=2n,bn=192", hopper);
   ASSERT_TRUE(v.ok()) << v.status().to_string();
@@ -313,7 +331,7 @@ TEST(CudaCodegen, HopperVariantsUseWgmmaAndTma) {
   const std::string cuobjdump = find_cuobjdump();
   ASSERT_FALSE(cuobjdump.empty()) << "cuobjdump not found: pip install nvidia-cuda-cuobjdump, or set RAGDOT_CUOBJDUMP";
   const DeviceTraits h{9, 0, 227 * 1024};
-  int checked = 0, pairs = 0;
+  int checked = 0, pairs = 0, tma_stores = 0;
   for (const auto& v : all_variants(h)) {
     if (v.family != KernelFamily::kWgmma || v.out != DType::kBF16) continue;
     const auto out = compile_to_cubin(generate_source(v), "ragdot_kernel.cu", embedded_kernel_headers(), arch_for(h));
@@ -336,6 +354,9 @@ TEST(CudaCodegen, HopperVariantsUseWgmmaAndTma) {
     const char* multicast = v.cluster_along_n ? "UTMALDG.2D.MULTICAST" : "UTMALDG.3D.MULTICAST";
     EXPECT_EQ(sass.find(multicast) != std::string::npos, v.cluster > 1) << v.name() << ": multicast";
     EXPECT_EQ(sass.find(".MULTICAST") != std::string::npos, v.cluster > 1) << v.name() << ": multicast";
+    // the TMA-store epilogue stores through TMA (UTMASTG); the others from registers only
+    EXPECT_EQ(sass.find("UTMASTG") != std::string::npos, v.tma_store) << v.name() << ": TMA stores";
+    tma_stores += v.tma_store;
     EXPECT_EQ(sass.find("UCGABAR_WAIT") != std::string::npos, v.cluster > 1) << v.name() << ": cluster barrier";
     EXPECT_EQ(sass.find("LDL"), std::string::npos) << v.name() << ": local-memory loads in the SASS";
     EXPECT_EQ(sass.find("STL"), std::string::npos) << v.name() << ": local-memory stores in the SASS";
@@ -344,6 +365,7 @@ TEST(CudaCodegen, HopperVariantsUseWgmmaAndTma) {
   }
   EXPECT_GE(checked, 4);
   EXPECT_GE(pairs, 6);  // along m and n: mode 1 with both weight layouts, mode 2
+  EXPECT_GE(tma_stores, 2);  // both tile widths
 }
 
 class CacheDir {

@@ -57,9 +57,13 @@ KernelVariant mma_variant(int mode, DType in, DType out, bool a_k, bool b_k, boo
 // Stage count: the deepest ring that fits beside the largest scheduler table and the 1 KiB
 // alignment pad.
 std::int64_t wgmma_stage_bytes(int bn) { return std::int64_t(128 + bn) * 64 * 2; }
-int wgmma_stages(int bn, const DeviceTraits& d) {
+// The TMA-store epilogue's staging area (kernels/ragdot/wgmma.cuh: kStagingBytes): two
+// warpgroups x two buffers x a 64 x 64 box of 16-bit outputs.
+constexpr std::int64_t kTmaStoreStagingBytes = 2 * 2 * 64 * 64 * 2;
+int wgmma_stages(int bn, const DeviceTraits& d, bool tma_store = false) {
+  const std::int64_t staging = tma_store ? kTmaStoreStagingBytes : 0;
   for (int s = 6; s >= 2; --s)
-    if (s * wgmma_stage_bytes(bn) + scheduler_bytes_max() + 1024 <= d.max_dynamic_smem) return s;
+    if (s * wgmma_stage_bytes(bn) + staging + scheduler_bytes_max() + 1024 <= d.max_dynamic_smem) return s;
   return 0;
 }
 
@@ -131,7 +135,8 @@ std::int64_t KernelVariant::dynamic_smem_bytes(std::int64_t groups, std::int64_t
   const std::int64_t sched = ((groups + 1) + (local_groups + 3)) * 4;
   const std::int64_t sched_aligned = (sched + 127) / 128 * 128;
   if (family == KernelFamily::kMmaSync) return sched_aligned + stages * mma_stage_bytes(bm, bn, bk);
-  if (family == KernelFamily::kWgmma) return sched + 1024 + stages * wgmma_stage_bytes(bn);
+  if (family == KernelFamily::kWgmma)
+    return sched + 1024 + stages * wgmma_stage_bytes(bn) + (tma_store ? kTmaStoreStagingBytes : 0);
   return sched_aligned;
 }
 
@@ -144,7 +149,8 @@ std::string KernelVariant::name() const {
   if (family == KernelFamily::kMmaSync) s << " w" << warps_m << 'x' << warps_n << " s" << stages;
   else if (family == KernelFamily::kWgmma)
     s << " tma s" << stages << (gather_a ? " gatherA" : "")
-      << (cluster > 1 ? " cluster" + std::to_string(cluster) + (cluster_along_n ? "n" : "") : "");
+      << (cluster > 1 ? " cluster" + std::to_string(cluster) + (cluster_along_n ? "n" : "") : "")
+      << (tma_store ? " tmastore" : "");
   else s << " t" << tm << 'x' << tn;
   return s.str();
 }
@@ -160,6 +166,7 @@ std::string generate_source(const KernelVariant& v) {
       << "  static constexpr bool kGatherA = " << (v.gather_a ? "true" : "false") << ";\n"
       << "  static constexpr int kCluster = " << v.cluster << ";\n"
       << "  static constexpr bool kClusterAlongN = " << (v.cluster_along_n ? "true" : "false") << ";\n"
+      << "  static constexpr bool kTmaStore = " << (v.tma_store ? "true" : "false") << ";\n"
       << "  typedef ragdot::" << type_tag(v.lhs) << " In;\n"
       << "  typedef ragdot::" << type_tag(v.out) << " Out;\n"
       << "};\n\n"
@@ -168,9 +175,11 @@ std::string generate_source(const KernelVariant& v) {
       << (v.cluster > 1 ? "__cluster_dims__(" + std::to_string(v.cluster) + ", 1, 1) " : std::string())
       << "__launch_bounds__(384, 1) " << kKernelEntry
       << "(const RagdotKernelParams p, const __grid_constant__ ragdot::hopper::TensorMap map_a,\n"
-      << "    const __grid_constant__ ragdot::hopper::TensorMap map_b) {\n"
+      << "    const __grid_constant__ ragdot::hopper::TensorMap map_b"
+      << (v.tma_store ? ", const __grid_constant__ ragdot::hopper::TensorMap map_out" : "") << ") {\n"
       << "  extern __shared__ __align__(1024) unsigned char ragdot_dynamic_smem[];\n"
-      << "  ragdot::hopper::Kernel<V, Mma>::run(p, &map_a, &map_b, ragdot_dynamic_smem);\n"
+      << "  ragdot::hopper::Kernel<V, Mma>::run(p, &map_a, &map_b, ragdot_dynamic_smem"
+      << (v.tma_store ? ", &map_out" : "") << ");\n"
       << "}\n";
   } else if (v.family == KernelFamily::kMmaSync) {
     s << "#include \"ragdot/mma_sync.cuh\"\n\n"
@@ -281,6 +290,7 @@ Result<KernelVariant> choose_variant(const core::GroupGemmProblem& p, const Devi
 
 Result<KernelVariant> override_variant(const KernelVariant& v, const std::string& spec, const DeviceTraits& d) {
   std::optional<int> bn, stages, cluster;
+  std::optional<bool> tma_store;
   bool along_n = false;
   std::istringstream items(spec);
   std::string item;
@@ -303,6 +313,12 @@ Result<KernelVariant> override_variant(const KernelVariant& v, const std::string
                                 "'");
       continue;
     }
+    if (key == "epilogue") {
+      if (text != "tma" && text != "direct")
+        return invalid_argument("RAGDOT_CUDA_VARIANT: epilogue must be tma or direct, got '" + text + "'");
+      tma_store = text == "tma";
+      continue;
+    }
     if (key == "cluster") {
       if (text != "1" && text != "2" && text != "2n")
         return invalid_argument("RAGDOT_CUDA_VARIANT: cluster must be 1, 2 (pairs along m) or 2n (along n), got '" +
@@ -322,15 +338,20 @@ Result<KernelVariant> override_variant(const KernelVariant& v, const std::string
       stages = int(value);
     } else {
       return invalid_argument("RAGDOT_CUDA_VARIANT: unknown key '" + key +
-                              "' (known: bn, stages, cluster, small_groups, raster)");
+                              "' (known: bn, stages, cluster, epilogue, small_groups, raster)");
     }
   }
   // A key the chosen family does not have leaves it as it is: one setting can then stand for a
   // whole program whose ops land on different families.
   KernelVariant out = v;
+  // the TMA-store epilogue is the weight gradient's, for 16-bit outputs: elsewhere the key is ignored
+  if (tma_store && out.family == KernelFamily::kWgmma && out.mode == 2 && out.out != DType::kF32) {
+    out.tma_store = *tma_store;
+    out.stages = wgmma_stages(out.bn, d, out.tma_store);
+  }
   if (bn && out.family == KernelFamily::kWgmma) {
     out.bn = *bn;
-    out.stages = wgmma_stages(out.bn, d);
+    out.stages = wgmma_stages(out.bn, d, out.tma_store);
   }
   if (stages && out.family != KernelFamily::kSimt) out.stages = *stages;
   // gathered rows are cp.async loads, one CTA per tile: pairs do not apply there
@@ -387,6 +408,13 @@ std::vector<KernelVariant> all_variants(const DeviceTraits& d) {
             for (bool b_k : {true, false})
               for (bool gather : {false, true}) out.push_back(wgmma_variant(1, in, o, b_k, bn, d, gather));
             out.push_back(wgmma_variant(2, in, o, false, bn, d));
+            // the weight gradient's TMA-store epilogue (RAGDOT_CUDA_VARIANT=epilogue=tma)
+            if (o != DType::kF32) {
+              KernelVariant v = wgmma_variant(2, in, o, false, bn, d);
+              v.tma_store = true;
+              v.stages = wgmma_stages(bn, d, true);
+              out.push_back(v);
+            }
             // CTA pairs sharing B or A (RAGDOT_CUDA_VARIANT=cluster=2 or 2n)
             for (bool along_n : {false, true})
               for (KernelVariant v : {wgmma_variant(1, in, o, true, bn, d), wgmma_variant(1, in, o, false, bn, d),

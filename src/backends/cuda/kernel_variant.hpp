@@ -30,6 +30,7 @@ struct KernelVariant {
   bool gather_a = false;         // wgmma mode 1: A rows read through an index (cp.async), not TMA
   int cluster = 1;               // wgmma: 2 = CTA pairs sharing an operand through TMA multicast:
   bool cluster_along_n = false;  //   along m (B shared) or, with this, along n (A shared)
+  bool tma_store = false;        // wgmma mode 2, 16-bit out: epilogue through shared memory and TMA stores
 
   int threads() const;
   // Static shared memory is part of the kernel; this is the dynamic part for G groups, L local.
@@ -56,10 +57,11 @@ Result<KernelVariant> choose_variant(const core::GroupGemmProblem& p, const Devi
 
 // Applies a tuning override ("bn=128,stages=6"; RAGDOT_CUDA_VARIANT) to a chosen variant: `bn`
 // (wgmma family: 64, 128, 192 or 256; the stage count is refitted), `stages` (mma and wgmma
-// families: 2 to 8, as far as shared memory allows; applied after bn) and `cluster` (wgmma family
+// families: 2 to 8, as far as shared memory allows; applied after bn), `cluster` (wgmma family
 // without gathered rows: 1; 2 for CTA pairs along m sharing B, which needs bn 128 or 256; 2n
-// along n sharing A). A key the variant's family
-// does not have is ignored; an unknown key or a value out of range is an error that names it, so
+// along n sharing A) and `epilogue` (tma: the wgmma weight gradient with 16-bit outputs stores
+// through shared memory and TMA; direct: from registers). A key the variant's family does not
+// have (or, for epilogue, a variant it does not apply to) is ignored; an unknown key or a value out of range is an error that names it, so
 // a typo never silently measures the default. `small_groups=mma` (or `wgmma`, the default) is
 // accepted here and applied by choose_variant (small_groups_on_wgmma reads it: true unless mma);
 // `raster=KiB` (0: off) too, and applied to the plan's launch arguments (raster_bytes).

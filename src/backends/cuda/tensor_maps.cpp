@@ -1,5 +1,6 @@
 #include "backends/cuda/tensor_maps.hpp"
 
+#include <algorithm>
 #include <cstdint>
 
 #include "backends/cuda/cuda_driver.hpp"
@@ -24,10 +25,21 @@ Status encode(CUtensorMap& map, CUtensorMapDataType type, cuuint32_t rank, const
 }  // namespace
 
 Status encode_operand_maps(const KernelVariant& v, const core::GroupGemmProblem& p, const void* lhs, const void* rhs,
-                           OperandMaps& maps) {
+                           void* out, OperandMaps& maps) {
   const CUtensorMapDataType type =
       v.lhs == DType::kF16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
   constexpr std::uint64_t kElem = 2;
+  if (v.tma_store && p.out_elements > 0) {  // (no output, no tiles: the map stays zero)
+    // out [g, m, n] (n contiguous, 16-bit): dims (n, m, g) over the computed groups' blocks; boxes
+    // of 64 n x 64 m, one consumer warpgroup's rows; stores past m or n are clipped
+    const CUtensorMapDataType out_type =
+        v.out == DType::kF16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+    const cuuint64_t dims[3] = {cuuint64_t(p.n), cuuint64_t(p.m),
+                                cuuint64_t(std::max<std::int64_t>(p.computed_groups, 1))};
+    const cuuint64_t strides[2] = {cuuint64_t(p.out_m) * kElem, cuuint64_t(p.out_g) * kElem};
+    const cuuint32_t box[3] = {64, 64, 1};
+    RAGDOT_RETURN_IF_ERROR(encode(maps.out, out_type, 3, out, dims, strides, box, "cuTensorMapEncodeTiled(out)"));
+  }
   if (v.mode == 2) {
     // lhs [k, m] (m contiguous): dims (m, k), boxes of 64 m x 64 k
     const cuuint64_t a_dims[2] = {cuuint64_t(p.m), cuuint64_t(p.k)};

@@ -15,12 +15,14 @@ namespace ragdot::cuda {
 struct OperandMaps {
   CUtensorMap a;
   CUtensorMap b;
+  CUtensorMap out;  // the TMA-store epilogue's (variant.tma_store), else unused
 };
 
 // Box shapes follow the kernel. Mode 1: A boxes of 64 k x bm rows; B boxes of 64 k x bn n
 // (K-major weights) or 64 n x 64 k (N-major weights). Mode 2 (both operands [k, m|n]): boxes of
-// 64 m|n x 64 k. All with the 128-byte swizzle.
+// 64 m|n x 64 k; with the TMA-store epilogue, output boxes of 64 n x 64 m of one group's block.
+// All with the 128-byte swizzle.
 Status encode_operand_maps(const KernelVariant& v, const core::GroupGemmProblem& p, const void* lhs, const void* rhs,
-                           OperandMaps& maps);
+                           void* out, OperandMaps& maps);
 
 }  // namespace ragdot::cuda
