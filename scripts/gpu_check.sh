@@ -9,15 +9,15 @@
 # --skip leaves out the GPU tests whose Suite.Name matches REGEX (e.g. a slow one already run).
 # --sweep times the cuda backend again under each RAGDOT_CUDA_VARIANT override in SPECS
 # (';'-separated) beside the planner's choice, on every benchmark case (default
-# "cluster=2;cluster=2n;raster=25600;epilogue=tma": the Hopper family's CTA pairs along m and
-# along n, a large group's tiles in blocks whose rows fit in 25 MiB of L2, and the weight
-# gradient's TMA-store epilogue; "" for none).
+# "cluster=2;cluster=2n;cluster=4;raster=25600;epilogue=tma": the Hopper family's CTA pairs
+# along m and along n and 2 x 2 clusters, a large group's tiles in blocks whose rows fit in 25 MiB
+# of L2, and the weight gradient's TMA-store epilogue; "" for none).
 # --python adds, after everything else, the Python bindings' GPU tests and MoE step benchmark
 # (scripts/gpu_python.sh; needs nanobind, jax with CUDA, and PyTorch or CuPy installed there).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . scripts/gpu_log.sh log.txt
-run_tests=1 run_bench=1 run_sanitizer=1 run_python=0 quick="" skip='^$' sweep='cluster=2;cluster=2n;raster=25600;epilogue=tma'
+run_tests=1 run_bench=1 run_sanitizer=1 run_python=0 quick="" skip='^$' sweep='cluster=2;cluster=2n;cluster=4;raster=25600;epilogue=tma'
 while [ $# -gt 0 ]; do
   a=$1
   shift
@@ -83,7 +83,8 @@ if [ $run_bench = 1 ]; then
   # CTA pairs whose tests did not pass (or did not run) stay out of the sweep: a hang there would
   # cost the whole benchmark
   if [ $run_tests = 1 ]; then
-    for axis in ClusterPairsAlongM:cluster=2 ClusterPairsAlongN:cluster=2n WeightGradientTmaStore:epilogue=tma; do
+    for axis in ClusterPairsAlongM:cluster=2 ClusterPairsAlongN:cluster=2n ClusterPairsAlongMN:cluster=4 \
+                WeightGradientTmaStore:epilogue=tma; do
       if ! grep -q "Hopper${axis%%:*} exit 0" "$OUT/gpu_tests.txt"; then
         sweep=$(echo "$sweep" | tr ';' '\n' | grep -vE "(^|,)${axis#*:}(,|$)" | paste -sd ';' -)
         say "sweep: ${axis#*:} left out, its GPU tests did not pass"
@@ -109,7 +110,7 @@ if [ $run_tests = 1 ] && [ $run_sanitizer = 1 ]; then
   filter=${RAGDOT_SANITIZE_FILTER:-'CudaBackend.EveryFamily*:CudaBackend.GraphCaptureReplaysWithNewGroupSizes:CudaBackend.UncheckedModeClampsBadGroupSizes:CudaBackend.BatchModeAndBatchDims:CudaBackend.CheckedMode*'}
   # CTA pairs too, each kind once its matrix passed (a pair protocol that hangs would hang here
   # three times over)
-  for axis in M N; do
+  for axis in M N MN; do
     if [ -z "${RAGDOT_SANITIZE_FILTER:-}" ] && grep -q "HopperClusterPairsAlong$axis exit 0" "$OUT/gpu_tests.txt"; then
       filter="$filter:CudaBackend.HopperClusterPairsSmallAlong$axis"
     fi

@@ -29,7 +29,10 @@
 // writes each into both CTAs' tile rings; a stage is refilled only once the consumers of both
 // CTAs have released it (empty barriers count the peer's arrivals too). A rank with no rows (no
 // columns) in a tile still loads and multicasts its share (in an n pair, rank 1 has none when the
-// tile has 64 rows or fewer), and its consumers only keep the barriers' protocol.
+// tile has 64 rows or fewer), and its consumers only keep the barriers' protocol. A 2 x 2 cluster
+// (kCluster = 4) does both: rank rm + 2 rn takes rows rm and columns rn of a 256 x 2 kBN tile,
+// shares B (multicast halves) with the CTA of the other rows and A (multicast boxes) with the CTA
+// of the other columns, so each CTA loads half of the bytes it multiplies.
 //
 // TMA-store epilogue (kTmaStore, mode 2 with 16-bit outputs): each consumer warpgroup writes its
 // 64 x kBN outputs into shared memory one 64 x 64 box at a time, two buffers in turn, and one of
@@ -126,7 +129,8 @@ __device__ __forceinline__ u32 cluster_address(u32 addr, u32 rank) {
   return r;
 }
 // Arrival on a barrier of another CTA that orders this thread's earlier writes for the waiters
-// there (the tile ring: the slot's value). Costs a GPU-wide fence: once per tile only.
+// there (the tile ring: the slot's value). Costs a GPU-wide fence: once per tile and peer, from the
+// producer only.
 __device__ __forceinline__ void mbar_arrive_cluster(u32 cluster_bar) {
   asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(cluster_bar) : "memory");
 }
@@ -233,23 +237,32 @@ struct Kernel {
   static_assert(kBN % 64 == 0 && kBN <= 256, "tile n");
   static_assert(V::kMode == 1 || (V::kMode == 2 && !V::kBKMajor), "mode 2 reads both operands MN-major");
   static constexpr int kCluster = V::kCluster;
-  static constexpr bool kPairM = kCluster == 2 && !V::kClusterAlongN;  // ranks split rows, share B
-  static constexpr bool kPairN = kCluster == 2 && V::kClusterAlongN;   // ranks split columns, share A
-  static_assert(kCluster == 1 || (kCluster == 2 && !V::kGatherA && (kBN % 128 == 0 || kPairN)),
-                "an m pair splits B's boxes evenly; pairs load A by TMA");
+  static constexpr bool kPairM = kCluster == 4 || (kCluster == 2 && !V::kClusterAlongN);  // split rows, share B
+  static constexpr bool kPairN = kCluster == 4 || (kCluster == 2 && V::kClusterAlongN);   // split columns, share A
+  static_assert(kCluster == 1 || ((kCluster == 2 || kCluster == 4) && !V::kGatherA && (kBN % 128 == 0 || !kPairM)),
+                "m pairs split B's boxes evenly; pairs load A by TMA");
   static_assert(!V::kTmaStore || (V::kMode == 2 && sizeof(typename Storage<typename V::Out>::type) == 2),
                 "the TMA-store epilogue is the weight gradient's, for 16-bit outputs");
   // TMA-store epilogue: per warpgroup two buffers of one 64 x 64 box (8 KiB) each
   static constexpr int kStagingBytes = V::kTmaStore ? 2 * 2 * 64 * 64 * 2 : 0;
-  // A pair's tiles are 256 x kBN (along m) or 128 x 2 kBN (along n): the scheduler hands out those.
+  // A cluster's tiles are 256 x kBN (pairs along m), 128 x 2 kBN (along n) or 256 x 2 kBN (2 x 2):
+  // the scheduler hands out those.
   typedef Scheduler<V::kMode, kBM * (kPairM ? 2 : 1), kBN * (kPairN ? 2 : 1), kThreads> Sched;
   typedef typename Storage<typename V::Out>::type O;
 
   // Gathered A: the producer warpgroup's 128 threads each take every tile from the ring too.
   static constexpr int kTileReaders = V::kGatherA ? 256 + 128 : 256;
-  // Cluster pair: rank 0's ring slots are free again once each consumer warp of both CTAs (one
-  // arrival per warp) and rank 1's producer thread have read them.
-  static constexpr int kPairTileReaders = 8 + 8 + 1;
+  // Cluster: rank 0's ring slots are free again once each consumer warp of every CTA (one
+  // arrival per warp) and the other CTAs' producer threads have read them.
+  static constexpr int kPairTileReaders = 8 * kCluster + kCluster - 1;
+
+  // A CTA's place in its cluster: its rows (rm) and columns (rn) of the cluster's tile (rank =
+  // rm + 2 rn in a 2 x 2 cluster), and the CTAs it shares B with (the other rows, same columns)
+  // and A with (the other columns, same rows).
+  static __device__ __forceinline__ u32 rank_m(u32 rank) { return kPairM ? (rank & 1) : 0; }
+  static __device__ __forceinline__ u32 rank_n(u32 rank) { return kPairN ? (kPairM ? rank >> 1 : rank) : 0; }
+  static __device__ __forceinline__ u32 b_sharer(u32 rank) { return rank ^ 1; }
+  static __device__ __forceinline__ u32 a_sharer(u32 rank) { return kPairM ? rank ^ 2 : rank ^ 1; }
 
   static __device__ __forceinline__ void run(const RagdotKernelParams& p, const TensorMap* map_a,
                                              const TensorMap* map_b, unsigned char* smem,
@@ -266,12 +279,16 @@ struct Kernel {
       for (int s = 0; s < kStages; ++s) {
         // the producer's expect_tx, plus with gathered A one cp.async arrival per producer thread
         mbar_init(smem_address(&full_bar[s]), V::kGatherA ? 1 + 128 : 1);
-        // one arrival per consumer warpgroup, of both CTAs in a pair (both write the stage's B)
+        // one arrival per consumer warpgroup of every CTA of the cluster. Counting only the CTAs
+        // that write into this one's stages (its sharers) is not enough in a 2 x 2 cluster: the
+        // diagonal CTA, when it has neither rows nor columns, receives no bytes that would hold it
+        // back, runs a ring ahead, and its arrivals stand in for a slower CTA's at the sharers'
+        // barriers, which then refill stages that CTA still reads.
         mbar_init(smem_address(&empty_bar[s]), 2 * kCluster);
       }
       for (int s = 0; s < kTileSlots; ++s) {
         mbar_init(smem_address(&tile_ring.full[s]), 1);
-        // every reader, once it has read the slot (in a pair only rank 0's count is used)
+        // every reader, once it has read the slot (in a cluster only rank 0's count is used)
         mbar_init(smem_address(&tile_ring.empty[s]), kCluster == 1 ? kTileReaders : kPairTileReaders);
       }
       asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
@@ -279,7 +296,7 @@ struct Kernel {
       prefetch_map(map_b);
       if (V::kTmaStore) prefetch_map(map_out);
     }
-    // a pair's barriers are signalled from both CTAs: both must be initialized before either starts
+    // a cluster's barriers are signalled from its other CTAs: all must be initialized before any starts
     if (kCluster > 1) cluster_sync();
     else __syncthreads();
 
@@ -291,11 +308,11 @@ struct Kernel {
       regs_alloc<224>();
       consume(p, sched, ring, full_bar, empty_bar, (threadIdx.x - 128) >> 7, map_out);
     }
-    // no CTA of a pair leaves while its peer may still arrive on its barriers
+    // no CTA of a cluster leaves while another may still arrive on its barriers
     if (kCluster > 1) cluster_sync();
   }
 
-  // Producer side (rank 0 of a pair): the n-th tile this CTA (pair) runs, or -1 at the end.
+  // Producer side (rank 0 of a cluster): the n-th tile this CTA (cluster) runs, or -1 at the end.
   static __device__ __forceinline__ int next_tile(const RagdotKernelParams& p, const Sched& sched, u32 n) {
     TileRing& r = tile_ring;
     const i64 t = atomicAdd(p.tile_counter, 1);  // the host always gives this family a counter
@@ -309,9 +326,12 @@ struct Kernel {
     }
     mbar_wait_cluster(smem_address(&r.empty[s]), phase ^ 1);
     r.slot[s] = value;
-    st_cluster(cluster_address(smem_address(&r.slot[s]), 1), value);
     mbar_arrive(smem_address(&r.full[s]));
-    mbar_arrive_cluster(cluster_address(smem_address(&r.full[s]), 1));  // release: orders the remote store
+#pragma unroll
+    for (u32 peer = 1; peer < kCluster; ++peer) {
+      st_cluster(cluster_address(smem_address(&r.slot[s]), peer), value);
+      mbar_arrive_cluster(cluster_address(smem_address(&r.full[s]), peer));  // release: orders the remote store
+    }
     return value;
   }
   // Consumer side (whole warps): the n-th tile, or -1 at the end.
@@ -333,7 +353,7 @@ struct Kernel {
     if ((threadIdx.x & 31) == 0 && t >= -1) mbar_arrive_remote(cluster_address(smem_address(&r.empty[s]), 0));
     return t;
   }
-  // Rank 1's producer thread of a pair: the n-th tile, as rank 0 wrote it, or -1 at the end.
+  // The producer thread of a cluster's other ranks: the n-th tile, as rank 0 wrote it, or -1 at the end.
   static __device__ __forceinline__ int take_tile_alone(u32 n) {
     TileRing& r = tile_ring;
     const u32 s = n % kTileSlots, phase = (n / kTileSlots) & 1;
@@ -343,35 +363,39 @@ struct Kernel {
     return t;
   }
 
-  // B's tile for one stage. In an m pair, rank r loads its half of the boxes (or of the one K-major
-  // box's rows: the tensor map's box is kBN / 2 rows then) into both CTAs; otherwise all of it here.
+  // B's tile for one stage. With m pairs, the CTA of rows rm loads half rm of the boxes (or of the
+  // one K-major box's rows: the tensor map's box is kBN / 2 rows then) into itself and its B
+  // sharer; otherwise all of it here.
   static __device__ __forceinline__ void load_b(u32 b_dst, const TensorMap* map_b, u32 full, int n0, int k0, int group,
                                                 u32 rank) {
     constexpr int kBoxes = kBN / 64 / (kPairM ? 2 : 1);  // boxes of 64 n x kBK k this CTA loads (MN-major B)
+    const u32 rm = rank_m(rank);
+    const u16 sharers = (u16)((1u << rank) | (1u << b_sharer(rank)));
     if constexpr (V::kBKMajor) {
       if constexpr (!kPairM) tma_load_3d(b_dst, map_b, full, k0, n0, group);
-      else tma_load_3d_multicast(b_dst + rank * (kBN / 2 * 128), map_b, full, k0, n0 + (int)rank * (kBN / 2), group, 3);
+      else tma_load_3d_multicast(b_dst + rm * (kBN / 2 * 128), map_b, full, k0, n0 + (int)rm * (kBN / 2), group, sharers);
     } else if constexpr (!kPairM && V::kMode == 2) {
 #pragma unroll
       for (int j = 0; j < kBoxes; ++j) tma_load_3d(b_dst + j * (kBK * 128), map_b, full, n0 + j * 64, k0, group);
     } else {
-      const int first = kPairM ? (int)rank * kBoxes : 0;
+      const int first = kPairM ? (int)rm * kBoxes : 0;
 #pragma unroll 1  // unrolled, the four boxes' addresses would outgrow the producer's 56 registers
       for (int j = first; j < first + kBoxes; ++j) {
         if constexpr (!kPairM) tma_load_3d(b_dst + j * (kBK * 128), map_b, full, n0 + j * 64, k0, group);
-        else tma_load_3d_multicast(b_dst + j * (kBK * 128), map_b, full, n0 + j * 64, k0, group, 3);
+        else tma_load_3d_multicast(b_dst + j * (kBK * 128), map_b, full, n0 + j * 64, k0, group, sharers);
       }
     }
   }
-  // A's 64-row box `half` (0: rows m0.., 1: rows m0 + 64..) for one stage: in an n pair, rank
-  // `half` loads it into both CTAs and the other rank nothing.
+  // A's 64-row box `half` (0: rows m0.., 1: rows m0 + 64..) for one stage: with n pairs, the CTA
+  // of columns rn = `half` loads it into itself and its A sharer, the other nothing.
   static __device__ __forceinline__ void load_a_half(u32 a_dst, const TensorMap* map_a, u32 full, int m0, int k0,
                                                      int half, u32 rank) {
     const u32 dst = a_dst + half * (kATileBytes / 2);
     // mode 1: dims (k, m); mode 2: dims (m, k)
     const int c0 = V::kMode == 2 ? m0 + 64 * half : k0, c1 = V::kMode == 2 ? k0 : m0 + 64 * half;
     if constexpr (!kPairN) tma_load_2d(dst, map_a, full, c0, c1);
-    else if ((int)rank == half) tma_load_2d_multicast(dst, map_a, full, c0, c1, 3);
+    else if ((int)rank_n(rank) == half)
+      tma_load_2d_multicast(dst, map_a, full, c0, c1, (u16)((1u << rank) | (1u << a_sharer(rank))));
   }
 
   static __device__ __forceinline__ void produce(const RagdotKernelParams& p, const Sched& sched,
@@ -390,8 +414,8 @@ struct Kernel {
       {
         const Tile tile = sched.tile(p, t);
         if (tile.zero) continue;
-        m0 = (int)(tile.m0 + (kPairM ? rank * kBM : 0));  // this CTA's rows and columns of a pair's tile
-        n0 = (int)(tile.n0 + (kPairN ? rank * kBN : 0));
+        m0 = (int)(tile.m0 + rank_m(rank) * kBM);  // this CTA's rows and columns of the cluster's tile
+        n0 = (int)(tile.n0 + rank_n(rank) * kBN);
         has_cols = !kPairN || n0 < p.n;
         k_begin = (int)tile.k_begin;
         group = tile.group;
@@ -411,7 +435,7 @@ struct Kernel {
       for (int kt = 0; kt < k_tiles; ++kt, ++it) {
         const u32 s = it % kStages, phase = (it / kStages) & 1;
         const u32 full = full_bar + 8 * s;
-        // (in a pair the peer's consumers arrive here too, from the other CTA)
+        // (in a cluster the other CTAs' consumers arrive here too)
         mbar_wait(empty_bar + 8 * s, phase ^ 1);
         mbar_expect_tx(full, stage_bytes);
         const u32 a_dst = ring + s * kStageBytes, b_dst = a_dst + kATileBytes;
@@ -551,11 +575,14 @@ struct Kernel {
     consumers_sync();
   }
 
-  // A consumer warpgroup is done with stage s: its producer may refill it, and in a pair so may
-  // the peer's, which writes half of B into this CTA's stage.
+  // A consumer warpgroup is done with stage s: its producer may refill it, and so may its sharers'
+  // producers, which write half of B or a box of A into this CTA's stage. Every CTA of the cluster
+  // hears of it (see the empty barriers' count), so that none runs more than a ring ahead of any.
   static __device__ __forceinline__ void release_stage(u64* empty_bar, u32 s, u32 rank) {
     mbar_arrive(smem_address(&empty_bar[s]));
-    if (kCluster > 1) mbar_arrive_remote(cluster_address(smem_address(&empty_bar[s]), rank ^ 1));
+#pragma unroll
+    for (u32 peer = 1; peer < kCluster; ++peer)
+      mbar_arrive_remote(cluster_address(smem_address(&empty_bar[s]), rank ^ peer));
   }
 
   // kTmaStore: this warpgroup's 64 x kBN outputs go out one 64 x 64 box at a time through two
@@ -612,9 +639,9 @@ struct Kernel {
       bool idle;
       {
         const Tile tile = sched.tile(p, t);
-        const i64 cta_rows = imin((i64)kBM, tile.row_end - (tile.m0 + (kPairM ? rank * kBM : 0)));  // this CTA's
-        const i64 rows_here = cta_rows - wg * 64;                                                   // this warpgroup's
-        const bool cta_cols = !kPairN || tile.n0 + rank * kBN < p.n;  // an n pair's rank past n has none
+        const i64 cta_rows = imin((i64)kBM, tile.row_end - (tile.m0 + rank_m(rank) * kBM));  // this CTA's
+        const i64 rows_here = cta_rows - wg * 64;                                           // this warpgroup's
+        const bool cta_cols = !kPairN || tile.n0 + rank_n(rank) * kBN < p.n;  // an n pair's rank past n has none
         k_len = (int)tile.k_len;
         k_tiles = tile.zero ? 0 : (int)ceil_div(tile.k_len, kBK);
         // Mode 1: a group's last tile often has 64 rows or fewer; the warpgroup whose rows all lie
@@ -673,8 +700,8 @@ struct Kernel {
       // epilogue: accumulator pair (4j + 2h, 4j + 2h + 1) is row 16*warp + lane/4 + 8h,
       // columns 8j + 2*(lane%4) + {0, 1}
       Tile tile = sched.tile(p, t);
-      if (kPairM) tile.m0 += rank * kBM;
-      if (kPairN) tile.n0 += rank * kBN;  // past n: cols_lim <= 0, nothing is stored
+      tile.m0 += rank_m(rank) * kBM;
+      tile.n0 += rank_n(rank) * kBN;  // past n: cols_lim <= 0, nothing is stored
       const i64 cols_lim = p.n - tile.n0;
       const i64 rows_here = imin((i64)kBM, tile.row_end - tile.m0) - wg * 64;  // this warpgroup's rows
       if constexpr (V::kTmaStore) {

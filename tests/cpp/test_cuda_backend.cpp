@@ -334,14 +334,19 @@ void check_cluster_pairs(const char* spec, const char* plan_says) {
 // A few pair cases of one kind, small enough for compute-sanitizer (scripts/gpu_check.sh runs them
 // first, and under the sanitizers once the kind's matrix below passed): both weight layouts, mode
 // 2, ranks without rows (m pairs: gs3's pair tiles give rank 1 2 rows, 128, none) or columns (n
-// pairs: at n = 264 rank 1 has 8 columns, at n = 128 none).
+// pairs: at n = 264 rank 1 has 8 columns, at n = 128 none), and long k runs (32 k tiles, several
+// rings) behind a rank with neither rows nor columns (2 x 2 clusters: rank 3 at m = 100, n = 128
+// or n = 768 with bn = 256), which must not run ahead of the others.
 void check_cluster_pairs_small(const char* spec, const char* plan_says) {
   ScopedVariant pairs(spec);
   const std::vector<std::int64_t> gs3 = {130, 0, 270}, gs4 = {130, 0, 61, 209};
   std::uint64_t seed = 10500;
   for (const verify::Case& c : {shaped(1, 400, 128, 264, gs3, DType::kBF16, DType::kBF16),
                                 gpu_test::weights_nk(400, 128, 128, gs4, DType::kF16, DType::kF32),
-                                shaped(2, 72, 400, 264, gs4, DType::kBF16, DType::kF32)}) {
+                                shaped(2, 72, 400, 264, gs4, DType::kBF16, DType::kF32),
+                                shaped(1, 100, 2048, 128, {100}, DType::kBF16, DType::kBF16),
+                                shaped(1, 100, 2048, 768, {60, 40}, DType::kBF16, DType::kBF16),
+                                shaped(2, 100, 2048, 128, {2048}, DType::kBF16, DType::kBF16)}) {
     const std::string plan = expect_cuda_pass(c, seed++, false, /*repeats=*/3);
     EXPECT_NE(plan.find(plan_says), std::string::npos) << spec << " " << c.description << ": " << plan;
   }
@@ -359,6 +364,13 @@ TEST(CudaBackend, HopperClusterPairsSmallAlongN) {
   check_cluster_pairs_small("cluster=2n", "cluster2n ");
 }
 
+// 2 x 2 clusters (cluster=4): pairs along m and along n at once, B and A both shared.
+TEST(CudaBackend, HopperClusterPairsSmallAlongMN) {
+  REQUIRE_GPU();
+  if (!device_is_hopper()) GTEST_SKIP() << "CTA pairs with TMA multicast are the Hopper family's";
+  check_cluster_pairs_small("cluster=4", "cluster4 ");
+}
+
 TEST(CudaBackend, HopperClusterPairsAlongM) {
   REQUIRE_GPU();
   if (!device_is_hopper()) GTEST_SKIP() << "CTA pairs with TMA multicast are the Hopper family's";
@@ -369,6 +381,12 @@ TEST(CudaBackend, HopperClusterPairsAlongN) {
   REQUIRE_GPU();
   if (!device_is_hopper()) GTEST_SKIP() << "CTA pairs with TMA multicast are the Hopper family's";
   check_cluster_pairs("cluster=2n", "cluster2n ");
+}
+
+TEST(CudaBackend, HopperClusterPairsAlongMN) {
+  REQUIRE_GPU();
+  if (!device_is_hopper()) GTEST_SKIP() << "CTA pairs with TMA multicast are the Hopper family's";
+  check_cluster_pairs("cluster=4", "cluster4 ");
 }
 
 // The weight-gradient form of the Hopper family (mode 2: lhs [k, m], rhs [k, n], out [g, m, n]),

@@ -280,7 +280,13 @@ TEST(CudaCodegen, VariantOverrideChangesTheTileOrSaysWhatIsWrong) {
   EXPECT_NE(generate_source(*v).find("kClusterAlongN = true"), std::string::npos);
   EXPECT_FALSE(override_variant(*v, "cluster=2", hopper)->cluster_along_n);
   EXPECT_FALSE(override_variant(*v, "cluster=1", hopper)->cluster_along_n);
-  for (const char* bad : {"cluster=3", "cluster=0", "cluster=n", "cluster=2m", "cluster=2,bn=192", "cluster=2,bn=64"}) {
+  v = override_variant(*wgmma, "cluster=4", hopper);
+  ASSERT_TRUE(v.ok()) << v.status().to_string();
+  EXPECT_TRUE(v->pairs_along_m() && v->pairs_along_n());
+  EXPECT_NE(v->name().find("cluster4"), std::string::npos) << v->name();
+  EXPECT_NE(generate_source(*v).find("__cluster_dims__(4, 1, 1)"), std::string::npos);
+  for (const char* bad : {"cluster=3", "cluster=0", "cluster=n", "cluster=2m", "cluster=4n", "cluster=2,bn=192",
+                          "cluster=2,bn=64", "cluster=4,bn=192"}) {
     auto r = override_variant(*wgmma, bad, hopper);
     ASSERT_FALSE(r.ok()) << bad;
     EXPECT_NE(r.status().message().find("cluster"), std::string::npos) << r.status().to_string();
@@ -349,10 +355,10 @@ TEST(CudaCodegen, HopperVariantsUseWgmmaAndTma) {
     EXPECT_NE(sass.find("HGMMA"), std::string::npos) << v.name() << ": no HGMMA in the SASS";
     EXPECT_NE(sass.find("UTMALDG"), std::string::npos) << v.name() << ": no TMA load in the SASS";
     EXPECT_NE(sass.find("SYNCS"), std::string::npos) << v.name() << ": no mbarrier wait in the SASS";
-    // CTA pairs: B (m pairs, 3-D boxes) or A (n pairs, 2-D boxes) through TMA multicast, a cluster
-    // barrier around the kernel; one-CTA variants neither
-    const char* multicast = v.cluster_along_n ? "UTMALDG.2D.MULTICAST" : "UTMALDG.3D.MULTICAST";
-    EXPECT_EQ(sass.find(multicast) != std::string::npos, v.cluster > 1) << v.name() << ": multicast";
+    // CTA pairs: B (m pairs, 3-D boxes) and/or A (n pairs, 2-D boxes) through TMA multicast, a
+    // cluster barrier around the kernel; one-CTA variants neither
+    EXPECT_EQ(sass.find("UTMALDG.3D.MULTICAST") != std::string::npos, v.pairs_along_m()) << v.name() << ": B multicast";
+    EXPECT_EQ(sass.find("UTMALDG.2D.MULTICAST") != std::string::npos, v.pairs_along_n()) << v.name() << ": A multicast";
     EXPECT_EQ(sass.find(".MULTICAST") != std::string::npos, v.cluster > 1) << v.name() << ": multicast";
     // the TMA-store epilogue stores through TMA (UTMASTG); the others from registers only
     EXPECT_EQ(sass.find("UTMASTG") != std::string::npos, v.tma_store) << v.name() << ": TMA stores";
@@ -364,7 +370,7 @@ TEST(CudaCodegen, HopperVariantsUseWgmmaAndTma) {
     pairs += v.cluster > 1;
   }
   EXPECT_GE(checked, 4);
-  EXPECT_GE(pairs, 6);  // along m and n: mode 1 with both weight layouts, mode 2
+  EXPECT_GE(pairs, 9);  // along m, n and both: mode 1 with both weight layouts, mode 2
   EXPECT_GE(tma_stores, 2);  // both tile widths
 }
 

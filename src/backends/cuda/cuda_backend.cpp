@@ -290,8 +290,8 @@ class CudaBackend final : public Backend {
     RAGDOT_RETURN_IF_ERROR(cuda::reserve_dynamic_smem(*dev, *k, smem));
     RAGDOT_RETURN_IF_ERROR(check_cluster_width(*dev, *k, v));
 
-    // Persistent grid: as many CTAs (CTA pairs: `resident` counts clusters) as fit on the device
-    // at once, never more than there can be tiles (a pair's tile is 2 bm rows, or 2 bn columns).
+    // Persistent grid: as many CTAs (clusters: `resident` counts them) as fit on the device at
+    // once, never more than there can be tiles (a cluster's tile has 2 bm rows, 2 bn columns or both).
     int per_sm = 0;
     std::int64_t resident = 0;
     {
@@ -307,9 +307,8 @@ class CudaBackend final : public Backend {
       resident = resident_clusters(*k, v, smem, resident);
     }
     if (per_sm == 0 || resident == 0) return unsupported("kernel " + v.name() + " does not fit on this GPU");
-    const bool along_n = v.cluster_along_n;
-    const std::int64_t tile_rows = std::int64_t(v.bm) * (along_n ? 1 : v.cluster);
-    const std::int64_t n_tiles = ceil_div(p.n, std::int64_t(v.bn) * (along_n ? v.cluster : 1));
+    const std::int64_t tile_rows = std::int64_t(v.bm) * (v.pairs_along_m() ? 2 : 1);
+    const std::int64_t n_tiles = ceil_div(p.n, std::int64_t(v.bn) * (v.pairs_along_n() ? 2 : 1));
     std::int64_t max_tiles = 1;
     if (v.mode == 1) max_tiles = (ceil_div(p.m, tile_rows) + p.computed_groups + 2) * n_tiles;
     if (v.mode == 2) max_tiles = p.computed_groups * ceil_div(p.m, tile_rows) * n_tiles;

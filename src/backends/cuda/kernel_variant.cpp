@@ -149,7 +149,7 @@ std::string KernelVariant::name() const {
   if (family == KernelFamily::kMmaSync) s << " w" << warps_m << 'x' << warps_n << " s" << stages;
   else if (family == KernelFamily::kWgmma)
     s << " tma s" << stages << (gather_a ? " gatherA" : "")
-      << (cluster > 1 ? " cluster" + std::to_string(cluster) + (cluster_along_n ? "n" : "") : "")
+      << (cluster > 1 ? " cluster" + std::to_string(cluster) + (cluster == 2 && cluster_along_n ? "n" : "") : "")
       << (tma_store ? " tmastore" : "");
   else s << " t" << tm << 'x' << tn;
   return s.str();
@@ -320,10 +320,10 @@ Result<KernelVariant> override_variant(const KernelVariant& v, const std::string
       continue;
     }
     if (key == "cluster") {
-      if (text != "1" && text != "2" && text != "2n")
-        return invalid_argument("RAGDOT_CUDA_VARIANT: cluster must be 1, 2 (pairs along m) or 2n (along n), got '" +
-                                text + "'");
-      cluster = text == "1" ? 1 : 2;
+      if (text != "1" && text != "2" && text != "2n" && text != "4")
+        return invalid_argument(
+            "RAGDOT_CUDA_VARIANT: cluster must be 1, 2 (pairs along m), 2n (along n) or 4 (2 x 2), got '" + text + "'");
+      cluster = text == "1" ? 1 : text == "4" ? 4 : 2;
       along_n = text == "2n";
       continue;
     }
@@ -357,8 +357,9 @@ Result<KernelVariant> override_variant(const KernelVariant& v, const std::string
   // gathered rows are cp.async loads, one CTA per tile: pairs do not apply there
   if (cluster && out.family == KernelFamily::kWgmma && !out.gather_a) {
     if (*cluster > 1 && !along_n && out.bn % 128 != 0)
-      return invalid_argument("RAGDOT_CUDA_VARIANT: cluster=2 splits B's tile in halves of 64-column boxes: bn " +
-                              std::to_string(out.bn) + " does not split (use 128 or 256, or cluster=2n)");
+      return invalid_argument("RAGDOT_CUDA_VARIANT: cluster=" + std::to_string(*cluster) +
+                              " splits B's tile in halves of 64-column boxes: bn " + std::to_string(out.bn) +
+                              " does not split (use 128 or 256, or cluster=2n)");
     out.cluster = *cluster;
     out.cluster_along_n = *cluster > 1 && along_n;
   }
@@ -415,12 +416,12 @@ std::vector<KernelVariant> all_variants(const DeviceTraits& d) {
               v.stages = wgmma_stages(bn, d, true);
               out.push_back(v);
             }
-            // CTA pairs sharing B or A (RAGDOT_CUDA_VARIANT=cluster=2 or 2n)
-            for (bool along_n : {false, true})
+            // CTA clusters sharing B, A or both (RAGDOT_CUDA_VARIANT=cluster=2, 2n or 4)
+            for (int kind = 0; kind < 3; ++kind)
               for (KernelVariant v : {wgmma_variant(1, in, o, true, bn, d), wgmma_variant(1, in, o, false, bn, d),
                                       wgmma_variant(2, in, o, false, bn, d)}) {
-                v.cluster = 2;
-                v.cluster_along_n = along_n;
+                v.cluster = kind == 2 ? 4 : 2;
+                v.cluster_along_n = kind == 1;
                 out.push_back(v);
               }
           }

@@ -28,11 +28,13 @@ struct KernelVariant {
   int stages = 4;                // mma and wgmma families
   int tm = 4, tn = 4;            // simt family: outputs per thread
   bool gather_a = false;         // wgmma mode 1: A rows read through an index (cp.async), not TMA
-  int cluster = 1;               // wgmma: 2 = CTA pairs sharing an operand through TMA multicast:
-  bool cluster_along_n = false;  //   along m (B shared) or, with this, along n (A shared)
+  int cluster = 1;               // wgmma: CTAs sharing operands through TMA multicast: 2 = a pair
+  bool cluster_along_n = false;  //   along m (B shared) or, with this, along n (A shared); 4 = 2 x 2
   bool tma_store = false;        // wgmma mode 2, 16-bit out: epilogue through shared memory and TMA stores
 
   int threads() const;
+  bool pairs_along_m() const { return cluster == 4 || (cluster == 2 && !cluster_along_n); }  // B shared
+  bool pairs_along_n() const { return cluster == 4 || (cluster == 2 && cluster_along_n); }   // A shared
   // Static shared memory is part of the kernel; this is the dynamic part for G groups, L local.
   std::int64_t dynamic_smem_bytes(std::int64_t groups, std::int64_t local_groups) const;
   std::string name() const;  // one line, stable: used in plans and logs
@@ -59,7 +61,7 @@ Result<KernelVariant> choose_variant(const core::GroupGemmProblem& p, const Devi
 // (wgmma family: 64, 128, 192 or 256; the stage count is refitted), `stages` (mma and wgmma
 // families: 2 to 8, as far as shared memory allows; applied after bn), `cluster` (wgmma family
 // without gathered rows: 1; 2 for CTA pairs along m sharing B, which needs bn 128 or 256; 2n
-// along n sharing A) and `epilogue` (tma: the wgmma weight gradient with 16-bit outputs stores
+// along n sharing A; 4 for 2 x 2 clusters sharing both) and `epilogue` (tma: the wgmma weight gradient with 16-bit outputs stores
 // through shared memory and TMA; direct: from registers). A key the variant's family does not
 // have (or, for epilogue, a variant it does not apply to) is ignored; an unknown key or a value out of range is an error that names it, so
 // a typo never silently measures the default. `small_groups=mma` (or `wgmma`, the default) is

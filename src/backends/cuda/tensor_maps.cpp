@@ -67,7 +67,7 @@ Status encode_operand_maps(const KernelVariant& v, const core::GroupGemmProblem&
   if (v.b_k_major) {  // [g, n, k]: dims (k, n, g); each CTA of an m pair loads bn / 2 rows
     const cuuint64_t dims[3] = {cuuint64_t(p.k), cuuint64_t(p.n), cuuint64_t(groups)};
     const cuuint64_t strides[2] = {cuuint64_t(p.rhs_n) * kElem, cuuint64_t(p.rhs_g) * kElem};
-    const bool split = v.cluster == 2 && !v.cluster_along_n;
+    const bool split = v.pairs_along_m();
     const cuuint32_t box[3] = {64, cuuint32_t(split ? v.bn / 2 : v.bn), 1};
     return encode(maps.b, type, 3, rhs, dims, strides, box, "cuTensorMapEncodeTiled(rhs)");
   }
