@@ -4,9 +4,12 @@
 # Uses the programs in .devbin/ (scripts/gpu_bundle.sh) when they run here, else builds them.
 #
 #   OUT=/some/dir scripts/gpu_check.sh [--no-tests] [--no-sanitizer] [--no-bench] [--quick] [--python]
-#                                      [--skip REGEX] [--sweep SPECS]
+#                                      [--skip REGEX] [--only REGEX] [--sweep SPECS] [--no-peers]
 #
-# --skip leaves out the GPU tests whose Suite.Name matches REGEX (e.g. a slow one already run).
+# --skip leaves out the GPU tests whose Suite.Name matches REGEX (e.g. a slow one already run);
+# --only runs only those that match. --no-peers benchmarks ragdot's cuda backend and the dense
+# roof alone (no cuBLAS, PyTorch or JAX peers): with --only it measures kernel variants in one
+# short call, e.g. --only 'ClusterPairs|TmaStore|TileBlocks' --no-sanitizer --no-peers.
 # --sweep times the cuda backend again under each RAGDOT_CUDA_VARIANT override in SPECS
 # (';'-separated) beside the planner's choice, on every benchmark case (default
 # "cluster=2;cluster=2n;cluster=4;raster=25600;epilogue=tma": the Hopper family's CTA pairs
@@ -17,12 +20,14 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . scripts/gpu_log.sh log.txt
-run_tests=1 run_bench=1 run_sanitizer=1 run_python=0 quick="" skip='^$' sweep='cluster=2;cluster=2n;cluster=4;raster=25600;epilogue=tma'
+run_tests=1 run_bench=1 run_sanitizer=1 run_python=0 quick="" skip='^$' only='.*' peers=1 sweep='cluster=2;cluster=2n;cluster=4;raster=25600;epilogue=tma'
 while [ $# -gt 0 ]; do
   a=$1
   shift
   case $a in
     --skip) skip=$1; shift ;;
+    --only) only=$1; shift ;;
+    --no-peers) peers=0 ;;
     --sweep) sweep=$1; shift ;;
     --no-tests) run_tests=0 ;;
     --no-bench) run_bench=0 ;;
@@ -59,6 +64,7 @@ if [ $run_tests = 1 ]; then
   for prog in test_cuda_backend test_cublas_backend test_moe_device test_ep_nccl test_moe_expert_parallel; do
     for t in $("$BIN/$prog" --gtest_list_tests | awk '/^[^ ]/{suite=$1} /^  /{print suite $1}'); do
       if [[ $t =~ $skip ]]; then echo "$t skipped (--skip)" | tee -a "$LOG" >> "$OUT/gpu_tests.txt"; continue; fi
+      [[ $t =~ $only ]] || continue
       # CTA pairs: a pair protocol that deadlocks hangs its test. The few cases of each kind run
       # first on a short limit; the kind's matrix only if they passed.
       limit=150
@@ -75,11 +81,13 @@ if [ $run_tests = 1 ]; then
     done
   done
   # the cublas backend's host side with a GPU present (availability checks then skip themselves)
-  timeout 60 "$BIN/test_cublas_host" >> "$OUT/gpu_tests.txt" 2>&1
-  echo "test_cublas_host exit $?" | tee -a "$LOG" >> "$OUT/gpu_tests.txt"
+  if [ "$only" = '.*' ]; then
+    timeout 60 "$BIN/test_cublas_host" >> "$OUT/gpu_tests.txt" 2>&1
+    echo "test_cublas_host exit $?" | tee -a "$LOG" >> "$OUT/gpu_tests.txt"
+  fi
 fi
 if [ $run_bench = 1 ]; then
-  say "benchmark: ragdot + cuBLAS peers"
+  say "benchmark: ragdot$([ $peers = 1 ] && echo ' + cuBLAS peers' || echo ' and the dense roof')"
   # CTA pairs whose tests did not pass (or did not run) stay out of the sweep: a hang there would
   # cost the whole benchmark
   if [ $run_tests = 1 ]; then
@@ -93,14 +101,19 @@ if [ $run_bench = 1 ]; then
   fi
   sweep_args=()
   [ -n "$sweep" ] && sweep_args=(--sweep "$sweep")
-  timeout 400 "$BIN/gpu_bench" --json "$OUT/bench_ragdot.json" $quick "${sweep_args[@]}" 2>&1 | tee -a "$LOG" >&2
-  say "benchmark: torch peers"
-  timeout 200 python3 bench/gpu_peers.py --cases "$OUT/bench_ragdot.json" --out /tmp/peers_torch.json 2>>"$LOG"
-  say "benchmark: jax peers"
-  timeout 200 python3 bench/gpu_peers.py --cases "$OUT/bench_ragdot.json" --out /tmp/peers_jax.json --jax 2>>"$LOG"
-  peers=""
-  for p in /tmp/peers_torch.json /tmp/peers_jax.json; do [ -s $p ] && peers="$peers --peers $p"; done
-  python3 bench/gpu_report.py --bench "$OUT/bench_ragdot.json" $peers --json "$OUT/gpu_results.json" \
+  peer_args=""
+  if [ $peers = 1 ]; then
+    timeout 400 "$BIN/gpu_bench" --json "$OUT/bench_ragdot.json" $quick "${sweep_args[@]}" 2>&1 | tee -a "$LOG" >&2
+    say "benchmark: torch peers"
+    timeout 200 python3 bench/gpu_peers.py --cases "$OUT/bench_ragdot.json" --out /tmp/peers_torch.json 2>>"$LOG"
+    say "benchmark: jax peers"
+    timeout 200 python3 bench/gpu_peers.py --cases "$OUT/bench_ragdot.json" --out /tmp/peers_jax.json --jax 2>>"$LOG"
+    for p in /tmp/peers_torch.json /tmp/peers_jax.json; do [ -s $p ] && peer_args="$peer_args --peers $p"; done
+  else
+    timeout 400 "$BIN/gpu_bench" --json "$OUT/bench_ragdot.json" $quick --no-peers "${sweep_args[@]}" 2>&1 |
+      tee -a "$LOG" >&2
+  fi
+  python3 bench/gpu_report.py --bench "$OUT/bench_ragdot.json" $peer_args --json "$OUT/gpu_results.json" \
     --md "$OUT/gpu_table.md" --commit "$(head -1 .devbin/commit 2>/dev/null)" >> "$LOG" 2>&1
 fi
 if [ $run_tests = 1 ] && [ $run_sanitizer = 1 ]; then
