@@ -27,7 +27,7 @@
 // (for groups of ~128 rows, as in deepseek-v3, where an m pair would leave rank 1 idle). The pair
 // runs the same tile sequence in lockstep: rank 0's producer takes the tiles from the counter and
 // writes each into both CTAs' tile rings; a stage is refilled only once the consumers of both
-// CTAs have released it (empty barriers count the peer's arrivals too). A rank with no rows (no
+// CTAs have released it (empty barriers count every CTA's arrivals). A rank with no rows (no
 // columns) in a tile still loads and multicasts its share (in an n pair, rank 1 has none when the
 // tile has 64 rows or fewer), and its consumers only keep the barriers' protocol. A 2 x 2 cluster
 // (kCluster = 4) does both: rank rm + 2 rn takes rows rm and columns rn of a 256 x 2 kBN tile,
@@ -37,17 +37,18 @@
 // TMA-store epilogue (kTmaStore, mode 2 with 16-bit outputs): each consumer warpgroup writes its
 // 64 x kBN outputs into shared memory one 64 x 64 box at a time, two buffers in turn, and one of
 // its threads sends each out with a TMA bulk store (whole lines; the warpgroup writes the next box
-// and goes on to its next tile while they drain). The weight gradient's output blocks are as large as its weights (deepseek-v3:
-// 15 GB), and its tiles have only a group's few rows of k, so the stores bound it.
+// and goes on to its next tile while they drain). The weight gradient's output blocks are as large
+// as its weights (deepseek-v3: 15 GB), and its tiles have only a group's few rows of k, so the
+// stores bound it.
 //
 // Shared memory: [scheduler table][pad to 1024][stage 0: A | B][stage 1] ... [staging]. Every tile
 // is stored 128B-swizzled as TMA writes it and wgmma reads it; 1024-byte alignment keeps the
 // swizzle pattern anchored.
 //
 // The generated prelude defines `struct V` with kMode, kBN, kStages, kBKMajor, kGatherA, kCluster,
-// kClusterAlongN, kTmaStore, typedef In, typedef Out,
-// and `struct Mma` with `run(float (&d)[kBN / 2], u64 desc_a, u64 desc_b, int accumulate)`: the
-// one wgmma instruction of the variant (m64 x kBN x k16), written out by the generator.
+// kClusterAlongN, kTmaStore, typedef In, typedef Out, and `struct Mma` with
+// `run(float (&d)[kBN / 2], u64 desc_a, u64 desc_b, int accumulate)`: the one wgmma instruction of
+// the variant (m64 x kBN x k16), written out by the generator.
 #pragma once
 
 #include "ragdot/schedule.cuh"

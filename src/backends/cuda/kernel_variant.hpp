@@ -61,12 +61,13 @@ Result<KernelVariant> choose_variant(const core::GroupGemmProblem& p, const Devi
 // (wgmma family: 64, 128, 192 or 256; the stage count is refitted), `stages` (mma and wgmma
 // families: 2 to 8, as far as shared memory allows; applied after bn), `cluster` (wgmma family
 // without gathered rows: 1; 2 for CTA pairs along m sharing B, which needs bn 128 or 256; 2n
-// along n sharing A; 4 for 2 x 2 clusters sharing both) and `epilogue` (tma: the wgmma weight gradient with 16-bit outputs stores
-// through shared memory and TMA; direct: from registers). A key the variant's family does not
-// have (or, for epilogue, a variant it does not apply to) is ignored; an unknown key or a value out of range is an error that names it, so
-// a typo never silently measures the default. `small_groups=mma` (or `wgmma`, the default) is
-// accepted here and applied by choose_variant (small_groups_on_wgmma reads it: true unless mma);
-// `raster=KiB` (0: off) too, and applied to the plan's launch arguments (raster_bytes).
+// along n sharing A; 4 for 2 x 2 clusters sharing both) and `epilogue` (tma: the wgmma weight
+// gradient with 16-bit outputs stores through shared memory and TMA; direct: from registers). A
+// key the variant's family does not have (or, for epilogue, a variant it does not apply to) is
+// ignored; an unknown key or a value out of range is an error that names it, so a typo never
+// silently measures the default. `small_groups=mma` (or `wgmma`, the default) is accepted here and
+// applied by choose_variant (small_groups_on_wgmma reads it: true unless mma); `raster=KiB` (0:
+// off) too, and applied to the plan's launch arguments (raster_bytes).
 Result<KernelVariant> override_variant(const KernelVariant& v, const std::string& spec, const DeviceTraits& device);
 bool small_groups_on_wgmma(const std::string& spec);
 // Bytes of L2 that one block of a group's rows may take (kernels/ragdot/raster.h): `raster=KiB`
