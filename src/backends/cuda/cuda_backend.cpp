@@ -279,11 +279,12 @@ class CudaBackend final : public Backend {
     RAGDOT_RETURN_IF_ERROR(available());
     const auto& p = r.problem;
     RAGDOT_ASSIGN_OR_RETURN(const Device* dev, cuda::device(r.options.device));
-    const std::optional<std::string> spec = env::cuda_variant();
-    RAGDOT_ASSIGN_OR_RETURN(KernelVariant v,
-                            cuda::choose_variant(p, dev->traits, cuda::small_groups_on_wgmma(spec.value_or(""))));
-    if (spec) {
-      RAGDOT_ASSIGN_OR_RETURN(v, cuda::override_variant(v, *spec, dev->traits));
+    // the tuning override, parsed once: it picks the decode family, the variant and the tile order
+    const std::optional<std::string> override_text = env::cuda_variant();
+    RAGDOT_ASSIGN_OR_RETURN(const cuda::VariantSpec spec, cuda::parse_variant_spec(override_text.value_or("")));
+    RAGDOT_ASSIGN_OR_RETURN(KernelVariant v, cuda::choose_variant(p, dev->traits, spec.small_groups_on_wgmma));
+    if (override_text) {
+      RAGDOT_ASSIGN_OR_RETURN(v, cuda::override_variant(v, spec, dev->traits));
     }
     RAGDOT_ASSIGN_OR_RETURN(std::shared_ptr<const LoadedKernel> k, cuda::load_kernel(*dev, v));
     const std::int64_t smem = v.dynamic_smem_bytes(p.num_groups, p.computed_groups);
@@ -324,7 +325,7 @@ class CudaBackend final : public Backend {
       RAGDOT_ASSIGN_OR_RETURN(relayout, load_relayout_kernel(*dev));
     }
     return std::unique_ptr<detail::BackendPlan>(
-        new CudaPlan(p, *dev, v, std::move(k), checked, grid_x, smem, cuda::raster_bytes(spec.value_or("")),
+        new CudaPlan(p, *dev, v, std::move(k), checked, grid_x, smem, spec.raster_bytes,
                      lhs_copy, rhs_copy, relayout));
   }
 };

@@ -288,10 +288,8 @@ Result<KernelVariant> choose_variant(const core::GroupGemmProblem& p, const Devi
   return simt_variant(mode, p.lhs_dtype, p.rhs_dtype, p.out_dtype);
 }
 
-Result<KernelVariant> override_variant(const KernelVariant& v, const std::string& spec, const DeviceTraits& d) {
-  std::optional<int> bn, stages, cluster;
-  std::optional<bool> tma_store;
-  bool along_n = false;
+Result<VariantSpec> parse_variant_spec(const std::string& spec) {
+  VariantSpec out;
   std::istringstream items(spec);
   std::string item;
   while (std::getline(items, item, ',')) {
@@ -299,32 +297,25 @@ Result<KernelVariant> override_variant(const KernelVariant& v, const std::string
     const auto eq = item.find('=');
     const std::string key = item.substr(0, eq);
     const std::string text = eq == std::string::npos ? "" : item.substr(eq + 1);
-    if (key == "small_groups") {  // applied when the variant is chosen (small_groups_on_wgmma)
+    if (key == "small_groups") {
       if (text != "wgmma" && text != "mma") {
         return invalid_argument("RAGDOT_CUDA_VARIANT: small_groups must be wgmma or mma, got '" + text + "'");
       }
-      continue;
-    }
-    if (key == "raster") {  // applied to the plan's launch arguments (raster_bytes)
-      char* end = nullptr;
-      const long kib = std::strtol(text.c_str(), &end, 10);
-      if (text.empty() || *end != '\0' || kib < 0 || kib > (1l << 22))
-        return invalid_argument("RAGDOT_CUDA_VARIANT: raster must be 0 (off) or KiB of L2 up to 4 GiB, got '" + text +
-                                "'");
+      out.small_groups_on_wgmma = text == "wgmma";
       continue;
     }
     if (key == "epilogue") {
       if (text != "tma" && text != "direct")
         return invalid_argument("RAGDOT_CUDA_VARIANT: epilogue must be tma or direct, got '" + text + "'");
-      tma_store = text == "tma";
+      out.tma_store = text == "tma";
       continue;
     }
     if (key == "cluster") {
       if (text != "1" && text != "2" && text != "2n" && text != "4")
         return invalid_argument(
             "RAGDOT_CUDA_VARIANT: cluster must be 1, 2 (pairs along m), 2n (along n) or 4 (2 x 2), got '" + text + "'");
-      cluster = text == "1" ? 1 : text == "4" ? 4 : 2;
-      along_n = text == "2n";
+      out.cluster = text == "1" ? 1 : text == "4" ? 4 : 2;
+      out.cluster_along_n = text == "2n";
       continue;
     }
     char* end = nullptr;
@@ -332,61 +323,65 @@ Result<KernelVariant> override_variant(const KernelVariant& v, const std::string
     if (text.empty() || *end != '\0') return invalid_argument("RAGDOT_CUDA_VARIANT: '" + item + "' is not key=integer");
     if (key == "bn") {
       if (value < 64 || value > 256 || value % 64 != 0) return invalid_argument("RAGDOT_CUDA_VARIANT: bn must be 64, 128, 192 or 256, got " + text);
-      bn = int(value);
+      out.bn = int(value);
     } else if (key == "stages") {
       if (value < 2 || value > 8) return invalid_argument("RAGDOT_CUDA_VARIANT: stages must be 2 to 8, got " + text);
-      stages = int(value);
+      out.stages = int(value);
+    } else if (key == "raster") {
+      if (value < 0 || value > (1l << 22))
+        return invalid_argument("RAGDOT_CUDA_VARIANT: raster must be 0 (off) or KiB of L2 up to 4 GiB, got '" + text +
+                                "'");
+      out.raster_bytes = std::int64_t(value) << 10;
     } else {
       return invalid_argument("RAGDOT_CUDA_VARIANT: unknown key '" + key +
                               "' (known: bn, stages, cluster, epilogue, small_groups, raster)");
     }
   }
+  return out;
+}
+
+Result<KernelVariant> override_variant(const KernelVariant& v, const VariantSpec& spec, const DeviceTraits& d) {
   // A key the chosen family does not have leaves it as it is: one setting can then stand for a
   // whole program whose ops land on different families.
   KernelVariant out = v;
   // the TMA-store epilogue is the weight gradient's, for 16-bit outputs: elsewhere the key is ignored
-  if (tma_store && out.family == KernelFamily::kWgmma && out.mode == 2 && out.out != DType::kF32) {
-    out.tma_store = *tma_store;
+  if (spec.tma_store && out.family == KernelFamily::kWgmma && out.mode == 2 && out.out != DType::kF32) {
+    out.tma_store = *spec.tma_store;
     out.stages = wgmma_stages(out.bn, d, out.tma_store);
   }
-  if (bn && out.family == KernelFamily::kWgmma) {
-    out.bn = *bn;
+  if (spec.bn && out.family == KernelFamily::kWgmma) {
+    out.bn = *spec.bn;
     out.stages = wgmma_stages(out.bn, d, out.tma_store);
   }
-  if (stages && out.family != KernelFamily::kSimt) out.stages = *stages;
+  if (spec.stages && out.family != KernelFamily::kSimt) out.stages = *spec.stages;
   // gathered rows are cp.async loads, one CTA per tile: pairs do not apply there
-  if (cluster && out.family == KernelFamily::kWgmma && !out.gather_a) {
-    if (*cluster > 1 && !along_n && out.bn % 128 != 0)
-      return invalid_argument("RAGDOT_CUDA_VARIANT: cluster=" + std::to_string(*cluster) +
+  if (spec.cluster && out.family == KernelFamily::kWgmma && !out.gather_a) {
+    const bool along_n = *spec.cluster == 2 && spec.cluster_along_n;
+    if (*spec.cluster > 1 && !along_n && out.bn % 128 != 0)
+      return invalid_argument("RAGDOT_CUDA_VARIANT: cluster=" + std::to_string(*spec.cluster) +
                               " splits B's tile in halves of 64-column boxes: bn " + std::to_string(out.bn) +
                               " does not split (use 128 or 256, or cluster=2n)");
-    out.cluster = *cluster;
-    out.cluster_along_n = *cluster > 1 && along_n;
+    out.cluster = *spec.cluster;
+    out.cluster_along_n = along_n;
   }
   if (out.dynamic_smem_bytes(kMaxGroupsPlusLocal / 2, kMaxGroupsPlusLocal / 2) > d.max_dynamic_smem)
     return invalid_argument("RAGDOT_CUDA_VARIANT: " + out.name() + " needs more shared memory than the device has");
   return out;
 }
 
+Result<KernelVariant> override_variant(const KernelVariant& v, const std::string& spec, const DeviceTraits& d) {
+  RAGDOT_ASSIGN_OR_RETURN(const VariantSpec parsed, parse_variant_spec(spec));
+  return override_variant(v, parsed, d);
+}
+
 bool small_groups_on_wgmma(const std::string& spec) {
-  std::istringstream items(spec);
-  std::string item;
-  bool wgmma = true;
-  while (std::getline(items, item, ',')) {
-    if (item == "small_groups=wgmma") wgmma = true;
-    if (item == "small_groups=mma") wgmma = false;
-  }
-  return wgmma;
+  const auto parsed = parse_variant_spec(spec);
+  return !parsed.ok() || parsed->small_groups_on_wgmma;
 }
 
 std::int64_t raster_bytes(const std::string& spec) {
-  std::int64_t bytes = 0;  // the plain order until blocks are measured to pay (see raster.h)
-  std::istringstream items(spec);
-  std::string item;
-  while (std::getline(items, item, ',')) {
-    if (item.rfind("raster=", 0) == 0) bytes = std::strtoll(item.c_str() + 7, nullptr, 10) << 10;
-  }
-  return bytes;
+  const auto parsed = parse_variant_spec(spec);
+  return parsed.ok() ? parsed->raster_bytes : 0;
 }
 
 std::vector<KernelVariant> all_variants(const DeviceTraits& d) {

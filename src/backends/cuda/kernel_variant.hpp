@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -57,21 +58,32 @@ struct DeviceTraits {
 Result<KernelVariant> choose_variant(const core::GroupGemmProblem& p, const DeviceTraits& device,
                                      bool wgmma_small_groups = true);
 
-// Applies a tuning override ("bn=128,stages=6"; RAGDOT_CUDA_VARIANT) to a chosen variant: `bn`
-// (wgmma family: 64, 128, 192 or 256; the stage count is refitted), `stages` (mma and wgmma
-// families: 2 to 8, as far as shared memory allows; applied after bn), `cluster` (wgmma family
-// without gathered rows: 1; 2 for CTA pairs along m sharing B, which needs bn 128 or 256; 2n
-// along n sharing A; 4 for 2 x 2 clusters sharing both) and `epilogue` (tma: the wgmma weight
-// gradient with 16-bit outputs stores through shared memory and TMA; direct: from registers). A
-// key the variant's family does not have (or, for epilogue, a variant it does not apply to) is
-// ignored; an unknown key or a value out of range is an error that names it, so a typo never
-// silently measures the default. `small_groups=mma` (or `wgmma`, the default) is accepted here and
-// applied by choose_variant (small_groups_on_wgmma reads it: true unless mma); `raster=KiB` (0:
-// off) too, and applied to the plan's launch arguments (raster_bytes).
+// A tuning override ("bn=128,stages=6"; RAGDOT_CUDA_VARIANT), parsed once: `bn` (wgmma family:
+// 64, 128, 192 or 256; the stage count is refitted), `stages` (mma and wgmma families: 2 to 8, as
+// far as shared memory allows; applied after bn), `cluster` (wgmma family without gathered rows:
+// 1; 2 for CTA pairs along m sharing B, which needs bn 128 or 256; 2n along n sharing A; 4 for
+// 2 x 2 clusters sharing both), `epilogue` (tma: the wgmma weight gradient with 16-bit outputs
+// stores through shared memory and TMA; direct: from registers), `small_groups` (mma or wgmma,
+// the default: the family of decode-sized groups, for choose_variant) and `raster` (KiB of L2 for
+// a block of a group's rows, kernels/ragdot/raster.h; 0, the default, is the plain order; for the
+// plan's launch arguments). An unknown key or a value out of range is an error that names it, so
+// a typo never silently measures the default.
+struct VariantSpec {
+  std::optional<int> bn, stages, cluster;
+  bool cluster_along_n = false;  // with cluster 2
+  std::optional<bool> tma_store;
+  bool small_groups_on_wgmma = true;
+  std::int64_t raster_bytes = 0;
+};
+Result<VariantSpec> parse_variant_spec(const std::string& spec);
+
+// Applies an override to a chosen variant. A key the variant's family does not have (or, for
+// epilogue, a variant it does not apply to) is ignored, so one setting can stand for a program
+// whose ops land on different families; a combination the variant cannot take is an error.
+Result<KernelVariant> override_variant(const KernelVariant& v, const VariantSpec& spec, const DeviceTraits& device);
 Result<KernelVariant> override_variant(const KernelVariant& v, const std::string& spec, const DeviceTraits& device);
+// The spec's small_groups and raster settings (their defaults if it does not parse).
 bool small_groups_on_wgmma(const std::string& spec);
-// Bytes of L2 that one block of a group's rows may take (kernels/ragdot/raster.h): `raster=KiB`
-// of a (validated) override spec, else 0, the plain order.
 std::int64_t raster_bytes(const std::string& spec);
 
 // Every variant choose_variant can return for a device (CI compiles them all).
