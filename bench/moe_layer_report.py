@@ -9,8 +9,9 @@ targets, each marked met or not.
     moe_layer_report.py --layer A.json --layer B.json --peers torch.json --peers jax.json \\
         --json OUT.json --md OUT.md [--commit SHA] [--variant SPEC=C.json ... --variants-md V.md]
 
---variant adds a report of the same layer under a RAGDOT_CUDA_VARIANT override (scripts/gpu_layer.sh
---variant); --variants-md tabulates them against the default reports given with --layer.
+--variant adds a report of the same layer under an override (scripts/gpu_layer.sh --variant: a
+RAGDOT_CUDA_VARIANT spec, or NAME=VALUE of another RAGDOT_ variable); --variants-md tabulates them
+against the default reports given with --layer.
 """
 import argparse
 import json
@@ -141,14 +142,19 @@ def markdown(rows, checks, commit):
     return "\n".join(lines) + "\n"
 
 
+def share(x):
+    return f"{100 * x:.1f}%" if isinstance(x, (int, float)) else "-"
+
+
 def variants_markdown(layers, variants):
     """ragdot's layer under each override beside the default, per preset and token count."""
     specs = list(dict.fromkeys(spec for spec, _ in variants))
-    lines = ["ragdot's layer under RAGDOT_CUDA_VARIANT overrides (ms, medians; in parentheses the default's "
-             "time over the override's: above 1 the override is faster):", "",
-             "| preset | tokens | default fwd | default fwd+bwd | " +
-             " | ".join(f"{s} fwd | {s} fwd+bwd" for s in specs) + " |",
-             "|---|---|---|---|" + "---|---|" * len(specs)]
+    lines = ["ragdot's layer under overrides (a RAGDOT_CUDA_VARIANT spec, or NAME=VALUE of another RAGDOT_ "
+             "variable) (ms, medians; in parentheses the default's time over the override's: above 1 the "
+             "override is faster; perm.: permutation + combine share of the forward):", "",
+             "| preset | tokens | default fwd | default fwd+bwd | default perm. | " +
+             " | ".join(f"{s} fwd | {s} fwd+bwd | {s} perm." for s in specs) + " |",
+             "|---|---|---|---|---|" + "---|---|---|" * len(specs)]
     for rep in layers:
         if "paths" not in rep:
             continue
@@ -161,8 +167,10 @@ def variants_markdown(layers, variants):
             for key in ("forward_ms", "forward_backward_ms"):
                 r = ratio(ours.get(key), path.get(key))
                 cells.append(f"{fmt(path[key])} ({fmt(r, '.2f')})" if key in path else (path.get("error") or "-")[:40])
+            cells.append(share(path.get("permutation_share_forward")))
         lines.append(f"| {rep['preset']} | {rep['tokens']} | {fmt(ours.get('forward_ms'))} | "
-                     f"{fmt(ours.get('forward_backward_ms'))} | " + " | ".join(cells) + " |")
+                     f"{fmt(ours.get('forward_backward_ms'))} | {share(ours.get('permutation_share_forward'))} | " +
+                     " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 

@@ -23,7 +23,8 @@
 # past it are recorded as skipped); about 4 to 5 minutes on an H200 with a warm kernel cache.
 # --sanitizer adds compute-sanitizer memcheck on the smallest layer test. --variant runs each case
 # again (ragdot's path only) under each ';'-separated RAGDOT_CUDA_VARIANT override, in the same
-# run, and tabulates forward and forward + backward against the default. Uses the programs in
+# run, and tabulates forward, forward + backward and the permutation share against the default; a
+# spec RAGDOT_NAME=VALUE sets that variable instead (e.g. RAGDOT_MOE_SORT=one_block). Uses the programs in
 # .devbin/ (scripts/gpu_bundle.sh) when they run here, else builds them.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
@@ -80,6 +81,11 @@ if [ $tests = 1 ]; then
       echo "$t exit $rc ($(( $(date +%s) - t0 ))s)" | tee -a "$LOG" >> "$OUT/layer_tests.txt"
     done
   done
+  # the whole layer with the one-block sort (RAGDOT_MOE_SORT), every preset and graph replay
+  t0=$(date +%s)
+  RAGDOT_MOE_SORT=one_block timeout 300 "$BIN/test_moe_layer_device" \
+    --gtest_filter='Presets/DeviceMoeLayerTest.*:DeviceMoeLayer.GraphCapture*' >> "$OUT/layer_tests.txt" 2>&1
+  echo "layer tests under RAGDOT_MOE_SORT=one_block exit $? ($(( $(date +%s) - t0 ))s)" | tee -a "$LOG" >> "$OUT/layer_tests.txt"
   say "GPU tests done ($(elapsed)): $(grep -c ' exit 0 ' "$OUT/layer_tests.txt") passed, $(grep -cE ' exit [1-9]' "$OUT/layer_tests.txt") failed"
   if [ $sanitizer = 1 ]; then
     timeout 300 compute-sanitizer --tool memcheck --error-exitcode 3 "$BIN/test_moe_layer_device" \
@@ -111,7 +117,12 @@ if [ -n "$variants" ]; then
     for c in $cases; do
       preset=${c%%:*} tokens=${c##*:}
       f="$OUT/layer_${preset}_${tokens}_${tag}.json"
-      RAGDOT_CUDA_VARIANT=$spec timeout 120 "$BIN/ragdot" layer --backend cuda --model "$preset" --tokens "$tokens" \
+      # RAGDOT_NAME=VALUE sets that variable; anything else is a RAGDOT_CUDA_VARIANT spec
+      case $spec in
+        RAGDOT_*=*) assignment=$spec ;;
+        *) assignment="RAGDOT_CUDA_VARIANT=$spec" ;;
+      esac
+      env "$assignment" timeout 120 "$BIN/ragdot" layer --backend cuda --model "$preset" --tokens "$tokens" \
         --reps $reps --no-baseline --json "$f" >> "$OUT/layer_runs.txt" 2>&1
       echo "ragdot layer $preset $tokens under $spec exit $? ($(elapsed))" | tee -a "$LOG" >> "$OUT/layer_runs.txt"
       variant_args+=(--variant "$spec=$f")

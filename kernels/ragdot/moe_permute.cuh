@@ -8,6 +8,9 @@
 //                       each chunk's after the earlier chunks' (so the sort is stable)
 //   ragdot_moe_scatter  grid num_chunks, block 32: walks its chunk 32 pairs at a time in order;
 //                       lanes with the same expert are ranked by __match_any_sync
+//   ragdot_moe_sort_one_block  grid 1, block 1024: the same sort in one launch and no memsets (the
+//                       three kernels above cost ~25 us on 32768 pairs, mostly launch gaps and
+//                       the offsets kernel's walk down each expert's column of chunks)
 //   ragdot_moe_gather   rows[r] = scale[t] * x[t] for the pair (t, j) of sorted row r
 //   ragdot_moe_combine  y[t] = (y[t] if accumulating) + addend[t] (if given)
 //                       + sum_j weights[t, j] * rows[row_of[t, j]], in f32, in slot order
@@ -25,6 +28,30 @@
 namespace ragdot {
 
 __device__ __forceinline__ bool moe_expert_ok(int e, int num_experts) { return e >= 0 && e < num_experts; }
+
+// One step of a warp's walk through its pairs in order: lane's pair `pair` (if `in`) has expert
+// e (-1: out of range, or no pair). Lanes with the same expert take consecutive rows from
+// next[e], in lane order; the step writes row_of, pair_of and token_of.
+__device__ __forceinline__ void moe_rank_step(const RagdotMoeSortParams& p, int* next, long long pair, bool in, int e,
+                                              int lane) {
+  const unsigned same = __match_any_sync(0xffffffffu, e);
+  const int leader = __ffs(same) - 1;
+  int base = 0;
+  if (lane == leader && e >= 0) {
+    base = next[e];
+    next[e] = base + __popc(same);
+  }
+  base = __shfl_sync(0xffffffffu, base, leader);
+  if (in) {
+    const int row = e >= 0 ? base + __popc(same & ((1u << lane) - 1u)) : -1;
+    p.row_of[pair] = row;
+    if (row >= 0) {
+      p.pair_of[row] = (int)pair;
+      if (p.token_of) p.token_of[row] = (int)(pair / p.top_k);
+    }
+  }
+  __syncwarp();  // next[] as this step left it, before the next step's leaders read it
+}
 
 }  // namespace ragdot
 
@@ -97,30 +124,97 @@ extern "C" __global__ void __launch_bounds__(32) ragdot_moe_scatter(const Ragdot
   const int* starts = p.chunk_counts + (long long)chunk * p.num_experts;
   for (int e = lane; e < p.num_experts; e += 32) next[e] = starts[e];
   __syncwarp();
-  const unsigned lower = (1u << lane) - 1u;
   const long long first = (long long)chunk * RAGDOT_MOE_CHUNK;
   for (int i = 0; i < RAGDOT_MOE_CHUNK; i += 32) {
     const long long pair = first + i + lane;
     const bool in = pair < p.pairs;
     int e = in ? p.experts[pair] : -1;
     if (!ragdot::moe_expert_ok(e, p.num_experts)) e = -1;
-    const unsigned same = __match_any_sync(0xffffffffu, e);
-    const int leader = __ffs(same) - 1;
-    int base = 0;
-    if (lane == leader && e >= 0) {
-      base = next[e];
-      next[e] = base + __popc(same);
+    ragdot::moe_rank_step(p, next, pair, in, e, lane);
+  }
+}
+
+namespace ragdot {
+
+// One block's sort: warp w ranks the w-th of 32 contiguous runs of pairs. `next` is the warp's row
+// of the [32, experts] table: first its counts, then each expert's first row for this warp.
+constexpr int kMoeSortWarps = 32;
+constexpr int kMoeSortBatch = 8;  // loads of experts in flight per lane
+
+// The experts of pairs i + 32 q + lane (q < kMoeSortBatch) of a run ending at `end`, -1 past it:
+// all of a lane's loads are issued before any is used.
+__device__ __forceinline__ void moe_load_experts(const RagdotMoeSortParams& p, long long i, long long end, int lane,
+                                                 int (&e)[kMoeSortBatch]) {
+#pragma unroll
+  for (int q = 0; q < kMoeSortBatch; ++q) {
+    const long long pair = i + 32 * q + lane;
+    e[q] = pair < end ? __ldg(p.experts + pair) : -1;
+  }
+}
+
+}  // namespace ragdot
+
+extern "C" __global__ void __launch_bounds__(1024) ragdot_moe_sort_one_block(const RagdotMoeSortParams p) {
+  using ragdot::kMoeSortBatch;
+  extern __shared__ int table[];  // [32 warps][num_experts], 128 num_experts bytes of dynamic shared memory
+  __shared__ ragdot::i64 scratch[33];
+  const int experts = p.num_experts, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  for (int i = threadIdx.x; i < ragdot::kMoeSortWarps * experts; i += blockDim.x) table[i] = 0;
+  __syncthreads();
+  const long long run = (p.pairs + ragdot::kMoeSortWarps - 1) / ragdot::kMoeSortWarps;
+  const long long begin = warp * run, end = begin + run < p.pairs ? begin + run : p.pairs;
+  int* next = table + warp * experts;
+
+  // 1. this warp's count of each expert (the leader of each set of equal lanes adds the set)
+  for (long long i = begin; i < end; i += 32 * kMoeSortBatch) {
+    int e[kMoeSortBatch];
+    ragdot::moe_load_experts(p, i, end, lane, e);
+#pragma unroll
+    for (int q = 0; q < kMoeSortBatch; ++q) {
+      const int ex = ragdot::moe_expert_ok(e[q], experts) ? e[q] : -1;
+      const unsigned same = __match_any_sync(0xffffffffu, ex);
+      if (ex >= 0 && lane == __ffs(same) - 1) next[ex] += __popc(same);
+      __syncwarp();
     }
-    base = __shfl_sync(0xffffffffu, base, leader);
-    if (in) {
-      const int row = e >= 0 ? base + __popc(same & lower) : -1;
-      p.row_of[pair] = row;
-      if (row >= 0) {
-        p.pair_of[row] = (int)pair;
-        if (p.token_of) p.token_of[row] = (int)(pair / p.top_k);
-      }
+  }
+  __syncthreads();
+
+  // 2. thread e: expert e's rows; every (expert, warp) starts after the earlier experts' rows and
+  // the earlier warps' rows of the same expert, which keeps the pairs in order within an expert
+  const int e = threadIdx.x;
+  int rows = 0;
+  if (e < experts) {
+    for (int w = 0; w < ragdot::kMoeSortWarps; ++w) {
+      int* c = table + w * experts + e;
+      const int v = *c;
+      *c = rows;
+      rows += v;
     }
-    __syncwarp();
+  }
+  ragdot::i64 valid = 0;
+  const int start = (int)ragdot::block_exclusive_scan<1024>(e < experts ? rows : 0, scratch, valid);
+  if (e < experts) {
+    p.group_sizes[e] = rows;
+    for (int w = 0; w < ragdot::kMoeSortWarps; ++w) table[w * experts + e] += start;
+  }
+  if (threadIdx.x == 0) *p.bad_experts = (int)(p.pairs - valid);
+  __syncthreads();
+
+  // 3. this warp's pairs again, in order: lanes with the same expert take consecutive rows
+  for (long long i = begin; i < end; i += 32 * kMoeSortBatch) {
+    int ex[kMoeSortBatch];
+    ragdot::moe_load_experts(p, i, end, lane, ex);
+#pragma unroll
+    for (int q = 0; q < kMoeSortBatch; ++q) {
+      const long long pair = i + 32 * q + lane;
+      ragdot::moe_rank_step(p, next, pair, pair < end, ragdot::moe_expert_ok(ex[q], experts) ? ex[q] : -1, lane);
+    }
+  }
+
+  // 4. rows past the valid ones (pairs with an out-of-range expert) belong to no pair
+  for (long long r = valid + threadIdx.x; r < p.pairs; r += blockDim.x) {
+    p.pair_of[r] = -1;
+    if (p.token_of) p.token_of[r] = -1;
   }
 }
 

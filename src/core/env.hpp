@@ -37,6 +37,9 @@ inline bool checked() { return flag("RAGDOT_CHECKED"); }
 // RAGDOT_DEBUG: say once, on stderr, why an op was not taken by a backend or a lowering.
 inline bool debug() { return flag("RAGDOT_DEBUG"); }
 
+// RAGDOT_MOE_SORT: the device MoE permutation's sort kernel ("chunked" or "one_block").
+inline std::optional<std::string> moe_sort() { return get("RAGDOT_MOE_SORT"); }
+
 // Expert parallelism (ragdot/ep_transport.hpp).
 // RAGDOT_NCCL_LIBRARY: path (or soname) of the NCCL library to load (default: libnccl.so.2, .so).
 inline std::optional<std::string> nccl_library() { return get("RAGDOT_NCCL_LIBRARY"); }

@@ -1,11 +1,13 @@
 #include "moe/device_permutation.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <string>
 
 #include "backends/cuda/cuda_driver.hpp"
 #include "backends/cuda/device.hpp"
 #include "backends/cuda/loaded_kernel.hpp"
+#include "core/env.hpp"
 
 extern "C" {
 #include "ragdot/moe_params.h"
@@ -18,6 +20,8 @@ constexpr unsigned kRowThreads = 256;
 constexpr std::int64_t kMaxGrid = 65535;
 std::size_t align_up(std::size_t x) { return (x + 255) / 256 * 256; }
 std::int64_t chunks_of(std::int64_t pairs) { return (pairs + RAGDOT_MOE_CHUNK - 1) / RAGDOT_MOE_CHUNK; }
+// ragdot_moe_sort_one_block's dynamic shared memory: one int per warp (32) and expert
+std::int64_t one_block_table_bytes(std::int64_t experts) { return 32 * experts * 4; }
 CUdeviceptr dptr(const void* p) { return reinterpret_cast<CUdeviceptr>(p); }
 }  // namespace
 
@@ -25,9 +29,17 @@ struct DevicePermutation::State {
   const cuda::Device* device = nullptr;
   std::shared_ptr<const cuda::LoadedModule> module, backward_module;
   CUfunction count = nullptr, offsets = nullptr, scatter = nullptr, gather = nullptr, combine = nullptr;
-  CUfunction combine_backward = nullptr;
+  CUfunction combine_backward = nullptr, sort_one_block = nullptr;
   std::int64_t max_pairs = 0, experts = 0;
+  SortKernel sort_kernel = SortKernel::kChunked;
 };
+
+Result<SortKernel> sort_kernel_from_env() {
+  const std::optional<std::string> v = env::moe_sort();
+  if (!v || *v == "chunked") return SortKernel::kChunked;
+  if (*v == "one_block") return SortKernel::kOneBlock;
+  return invalid_argument("RAGDOT_MOE_SORT must be chunked or one_block, got '" + *v + "'");
+}
 
 DevicePermutation::DevicePermutation(std::unique_ptr<State> s) : s_(std::move(s)) {}
 DevicePermutation::DevicePermutation(DevicePermutation&&) noexcept = default;
@@ -35,6 +47,12 @@ DevicePermutation& DevicePermutation::operator=(DevicePermutation&&) noexcept = 
 DevicePermutation::~DevicePermutation() = default;
 
 Result<DevicePermutation> DevicePermutation::create(int device, std::int64_t max_pairs, std::int64_t experts) {
+  RAGDOT_ASSIGN_OR_RETURN(SortKernel kind, sort_kernel_from_env());
+  return create(device, max_pairs, experts, kind);
+}
+
+Result<DevicePermutation> DevicePermutation::create(int device, std::int64_t max_pairs, std::int64_t experts,
+                                                    SortKernel sort_kernel) {
   if (experts < 1 || experts > RAGDOT_MOE_MAX_EXPERTS) {
     return invalid_argument("the device permutation takes 1 to " + std::to_string(RAGDOT_MOE_MAX_EXPERTS) +
                             " experts, got " + std::to_string(experts));
@@ -54,10 +72,19 @@ Result<DevicePermutation> DevicePermutation::create(int device, std::int64_t max
              {&s->offsets, "ragdot_moe_offsets"},
              {&s->scatter, "ragdot_moe_scatter"},
              {&s->gather, "ragdot_moe_gather"},
-             {&s->combine, "ragdot_moe_combine"}};
+             {&s->combine, "ragdot_moe_combine"},
+             {&s->sort_one_block, "ragdot_moe_sort_one_block"}};
   for (const auto& f : fns) {
     RAGDOT_CU_RETURN_IF_ERROR(cuda::driver()->cuModuleGetFunction(f.f, s->module->module, f.name), f.name);
   }
+  // the one-block sort's [32 warps, experts] table: past 48 KiB (384 experts) only when asked for
+  if (one_block_table_bytes(experts) > 48 * 1024) {
+    RAGDOT_CU_RETURN_IF_ERROR(
+        cuda::driver()->cuFuncSetAttribute(s->sort_one_block, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                           int(one_block_table_bytes(experts))),
+        "cuFuncSetAttribute (ragdot_moe_sort_one_block's shared memory)");
+  }
+  s->sort_kernel = sort_kernel;
   RAGDOT_ASSIGN_OR_RETURN(s->backward_module,
                           cuda::load_module(*s->device, "#include \"ragdot/moe_combine_backward.cuh\"\n",
                                             "ragdot_moe_combine_backward.cu"));
@@ -99,6 +126,14 @@ Status DevicePermutation::sort(const void* experts, std::int64_t pairs, const De
   p.top_k = int(top_k);
   p.bad_experts = static_cast<int*>(out.bad_experts);
   const auto* d = cuda::driver();
+  void* args[] = {&p};
+  if (s_->sort_kernel == SortKernel::kOneBlock) {
+    // it writes every output itself, the group sizes and the bad count even with no pairs
+    RAGDOT_CU_RETURN_IF_ERROR(d->cuLaunchKernel(s_->sort_one_block, 1, 1, 1, 1024, 1, 1,
+                                                unsigned(one_block_table_bytes(p.num_experts)), st, args, nullptr),
+                              "launching ragdot_moe_sort_one_block");
+    return Status::ok();
+  }
   RAGDOT_CU_RETURN_IF_ERROR(d->cuMemsetD32Async(dptr(out.bad_experts), 0, 1, st), "cuMemsetD32Async");
   if (pairs > 0) {
     RAGDOT_CU_RETURN_IF_ERROR(d->cuMemsetD32Async(dptr(out.pair_of), 0xffffffffu, std::size_t(pairs), st),
@@ -108,7 +143,6 @@ Status DevicePermutation::sort(const void* experts, std::int64_t pairs, const De
                                 "cuMemsetD32Async");
     }
   }
-  void* args[] = {&p};
   if (p.num_chunks > 0) {
     RAGDOT_CU_RETURN_IF_ERROR(d->cuLaunchKernel(s_->count, unsigned(p.num_chunks), 1, 1, 32, 1, 1, 0, st, args, nullptr),
                               "launching ragdot_moe_count");

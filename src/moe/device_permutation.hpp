@@ -24,10 +24,21 @@ struct DeviceSortBuffers {
   void* token_of = nullptr;
 };
 
+// How sort() runs: the same stable sort either way (the same outputs, bit for bit).
+enum class SortKernel {
+  kChunked,   // count per chunk of 256 pairs, offsets, scatter: three launches and up to three memsets
+  kOneBlock,  // one launch of one 1024-thread block (32 warps, one run of pairs each), no memsets
+};
+// RAGDOT_MOE_SORT ("chunked" or "one_block"); unset: kChunked. Another value is an error.
+Result<SortKernel> sort_kernel_from_env();
+
 class DevicePermutation {
  public:
   // Loads the kernels on GPU `device` (JIT-compiled once, then from the cache) for up to
-  // `max_pairs` pairs and `experts` experts (at most 1024).
+  // `max_pairs` pairs and `experts` experts (at most 1024); sort() runs `sort_kernel`.
+  static Result<DevicePermutation> create(int device, std::int64_t max_pairs, std::int64_t experts,
+                                          SortKernel sort_kernel);
+  // The same, with the sort kernel RAGDOT_MOE_SORT names.
   static Result<DevicePermutation> create(int device, std::int64_t max_pairs, std::int64_t experts);
 
   // Scratch for sort(): bytes of device memory, 256-byte aligned.

@@ -8,7 +8,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "backends/cpu/reference.hpp"
@@ -72,46 +74,73 @@ std::vector<int> route(std::int64_t pairs, int experts, Routing how, workloads::
   return v;
 }
 
+// Both sort kernels: the chunked one (pair counts around its chunk of 256) and the one-block one
+// (runs of pairs per warp shorter than a lane's batch of loads, and several batches long).
 TEST(MoeDevicePermutation, SortMatchesTheStableHostSort) {
   REQUIRE_GPU();
   workloads::SplitMix64 rng(7);
   int cases = 0;
-  for (int experts : {1, 8, 128, 1024}) {
-    for (std::int64_t pairs : {std::int64_t(0), std::int64_t(1), std::int64_t(255), std::int64_t(256),
-                               std::int64_t(257), std::int64_t(32771)}) {
-      for (Routing how : {Routing::kUniform, Routing::kSkewed, Routing::kAllInOne, Routing::kSomeOutOfRange}) {
-        auto perm = moe::DevicePermutation::create(0, 40000, experts);
-        ASSERT_TRUE(perm.ok()) << perm.status().to_string();
-        const std::vector<int> ex = route(pairs, experts, how, rng);
-        const HostSort want = host_sort(ex, experts);
-        DeviceBuffer d_ex(ex.size() * 4), gs(std::size_t(experts) * 4), row_of(ex.size() * 4), pair_of(ex.size() * 4),
-            bad(4), ws(perm->sort_workspace_bytes()), token_of(ex.size() * 4);
-        upload(d_ex, ex);
-        poison(gs, std::size_t(experts) * 4);
-        poison(row_of, ex.size() * 4);
-        poison(pair_of, ex.size() * 4);
-        poison(bad, 4);
-        poison(token_of, ex.size() * 4);
-        const moe::DeviceSortBuffers out{gs.p, row_of.p, pair_of.p, bad.p, token_of.p};
-        constexpr int kTopK = 3;  // token_of = pair / 3
-        Status st = perm->sort(d_ex.p, pairs, out, ws.p, gpu()->stream(), kTopK);
-        ASSERT_TRUE(st.is_ok()) << st.to_string();
-        const std::string what = std::to_string(pairs) + " pairs, " + std::to_string(experts) + " experts, routing " +
-                                 std::to_string(int(how));
-        EXPECT_EQ(download<int>(gs, std::size_t(experts)), want.group_sizes) << what;
-        EXPECT_EQ(download<int>(bad, 1)[0], want.bad) << what;
-        if (pairs > 0) {
-          EXPECT_EQ(download<int>(row_of, ex.size()), want.row_of) << what;
-          EXPECT_EQ(download<int>(pair_of, ex.size()), want.pair_of) << what;
-          std::vector<int> want_token(ex.size());
-          for (std::size_t r = 0; r < ex.size(); ++r) want_token[r] = want.pair_of[r] < 0 ? -1 : want.pair_of[r] / kTopK;
-          EXPECT_EQ(download<int>(token_of, ex.size()), want_token) << what;
+  for (moe::SortKernel kind : {moe::SortKernel::kChunked, moe::SortKernel::kOneBlock}) {
+    for (int experts : {1, 8, 128, 1024}) {
+      for (std::int64_t pairs : {std::int64_t(0), std::int64_t(1), std::int64_t(255), std::int64_t(256),
+                                 std::int64_t(257), std::int64_t(32771)}) {
+        for (Routing how : {Routing::kUniform, Routing::kSkewed, Routing::kAllInOne, Routing::kSomeOutOfRange}) {
+          auto perm = moe::DevicePermutation::create(0, 40000, experts, kind);
+          ASSERT_TRUE(perm.ok()) << perm.status().to_string();
+          const std::vector<int> ex = route(pairs, experts, how, rng);
+          const HostSort want = host_sort(ex, experts);
+          DeviceBuffer d_ex(ex.size() * 4), gs(std::size_t(experts) * 4), row_of(ex.size() * 4), pair_of(ex.size() * 4),
+              bad(4), ws(perm->sort_workspace_bytes()), token_of(ex.size() * 4);
+          upload(d_ex, ex);
+          poison(gs, std::size_t(experts) * 4);
+          poison(row_of, ex.size() * 4);
+          poison(pair_of, ex.size() * 4);
+          poison(bad, 4);
+          poison(token_of, ex.size() * 4);
+          const moe::DeviceSortBuffers out{gs.p, row_of.p, pair_of.p, bad.p, token_of.p};
+          constexpr int kTopK = 3;  // token_of = pair / 3
+          Status st = perm->sort(d_ex.p, pairs, out, ws.p, gpu()->stream(), kTopK);
+          ASSERT_TRUE(st.is_ok()) << st.to_string();
+          const std::string what = std::string(kind == moe::SortKernel::kOneBlock ? "one block, " : "chunked, ") +
+                                   std::to_string(pairs) + " pairs, " + std::to_string(experts) + " experts, routing " +
+                                   std::to_string(int(how));
+          EXPECT_EQ(download<int>(gs, std::size_t(experts)), want.group_sizes) << what;
+          EXPECT_EQ(download<int>(bad, 1)[0], want.bad) << what;
+          if (pairs > 0) {
+            EXPECT_EQ(download<int>(row_of, ex.size()), want.row_of) << what;
+            EXPECT_EQ(download<int>(pair_of, ex.size()), want.pair_of) << what;
+            std::vector<int> want_token(ex.size());
+            for (std::size_t r = 0; r < ex.size(); ++r) want_token[r] = want.pair_of[r] < 0 ? -1 : want.pair_of[r] / kTopK;
+            EXPECT_EQ(download<int>(token_of, ex.size()), want_token) << what;
+          }
+          ++cases;
         }
-        ++cases;
       }
     }
   }
-  EXPECT_EQ(cases, 4 * 6 * 4);
+  EXPECT_EQ(cases, 2 * 4 * 6 * 4);
+}
+
+// The sort kernel comes from RAGDOT_MOE_SORT; a value it does not know is an error, not a default.
+TEST(MoeDevicePermutation, SortKernelFromTheEnvironment) {
+  REQUIRE_GPU();
+  const char* before = std::getenv("RAGDOT_MOE_SORT");
+  const std::string saved = before ? before : "";
+  ::setenv("RAGDOT_MOE_SORT", "one_block", 1);
+  auto kind = moe::sort_kernel_from_env();
+  ASSERT_TRUE(kind.ok());
+  EXPECT_EQ(*kind, moe::SortKernel::kOneBlock);
+  EXPECT_TRUE(moe::DevicePermutation::create(0, 100, 8).ok());
+  ::setenv("RAGDOT_MOE_SORT", "radix", 1);
+  EXPECT_FALSE(moe::sort_kernel_from_env().ok());
+  auto bad = moe::DevicePermutation::create(0, 100, 8);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().to_string().find("RAGDOT_MOE_SORT"), std::string::npos) << bad.status().to_string();
+  ::unsetenv("RAGDOT_MOE_SORT");
+  kind = moe::sort_kernel_from_env();
+  ASSERT_TRUE(kind.ok());
+  EXPECT_EQ(*kind, moe::SortKernel::kChunked);
+  if (before) ::setenv("RAGDOT_MOE_SORT", saved.c_str(), 1);
 }
 
 TEST(MoeDevicePermutation, RejectsBadArguments) {
