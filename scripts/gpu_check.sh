@@ -12,15 +12,17 @@
 # short call, e.g. --only 'ClusterPairs|TmaStore|TileBlocks' --no-sanitizer --no-peers.
 # --sweep times the cuda backend again under each RAGDOT_CUDA_VARIANT override in SPECS
 # (';'-separated) beside the planner's choice, on every benchmark case (default
-# "cluster=2;cluster=2n;cluster=4;raster=25600;epilogue=tma": the Hopper family's CTA pairs
-# along m and along n and 2 x 2 clusters, a large group's tiles in blocks whose rows fit in 25 MiB
-# of L2, and the weight gradient's TMA-store epilogue; "" for none).
+# "cluster=2;cluster=2n;cluster=4;raster=25600;epilogue=tma;epilogue=tma,bn=192;bn=128": the
+# Hopper family's CTA pairs along m and along n and 2 x 2 clusters, a large group's tiles in
+# blocks whose rows fit in 25 MiB of L2, the weight gradient's TMA-store epilogue at bn 256 (3
+# stages: the staging area takes one) and at bn 192 (4 stages), and 128-wide tiles (6 stages);
+# "" for none).
 # --python adds, after everything else, the Python bindings' GPU tests and MoE step benchmark
 # (scripts/gpu_python.sh; needs nanobind, jax with CUDA, and PyTorch or CuPy installed there).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . scripts/gpu_log.sh log.txt
-run_tests=1 run_bench=1 run_sanitizer=1 run_python=0 quick="" skip='^$' only='.*' peers=1 sweep='cluster=2;cluster=2n;cluster=4;raster=25600;epilogue=tma'
+run_tests=1 run_bench=1 run_sanitizer=1 run_python=0 quick="" skip='^$' only='.*' peers=1 sweep='cluster=2;cluster=2n;cluster=4;raster=25600;epilogue=tma;epilogue=tma,bn=192;bn=128'
 while [ $# -gt 0 ]; do
   a=$1
   shift

@@ -24,7 +24,8 @@
 # --sanitizer adds compute-sanitizer memcheck on the smallest layer test. --variant runs each case
 # again (ragdot's path only) under each ';'-separated RAGDOT_CUDA_VARIANT override, in the same
 # run, and tabulates forward, forward + backward and the permutation share against the default; a
-# spec RAGDOT_NAME=VALUE sets that variable instead (e.g. RAGDOT_MOE_SORT=one_block). Uses the programs in
+# spec RAGDOT_NAME=VALUE sets that variable instead (e.g. RAGDOT_MOE_SORT=one_block or
+# RAGDOT_MOE_GATHER=warps). Uses the programs in
 # .devbin/ (scripts/gpu_bundle.sh) when they run here, else builds them.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
@@ -81,11 +82,13 @@ if [ $tests = 1 ]; then
       echo "$t exit $rc ($(( $(date +%s) - t0 ))s)" | tee -a "$LOG" >> "$OUT/layer_tests.txt"
     done
   done
-  # the whole layer with the one-block sort (RAGDOT_MOE_SORT), every preset and graph replay
+  # the whole layer with the one-block sort and the warp gather (RAGDOT_MOE_SORT, RAGDOT_MOE_GATHER),
+  # every preset and graph replay
   t0=$(date +%s)
-  RAGDOT_MOE_SORT=one_block timeout 300 "$BIN/test_moe_layer_device" \
+  RAGDOT_MOE_SORT=one_block RAGDOT_MOE_GATHER=warps timeout 300 "$BIN/test_moe_layer_device" \
     --gtest_filter='Presets/DeviceMoeLayerTest.*:DeviceMoeLayer.GraphCapture*' >> "$OUT/layer_tests.txt" 2>&1
-  echo "layer tests under RAGDOT_MOE_SORT=one_block exit $? ($(( $(date +%s) - t0 ))s)" | tee -a "$LOG" >> "$OUT/layer_tests.txt"
+  echo "layer tests under RAGDOT_MOE_SORT=one_block RAGDOT_MOE_GATHER=warps exit $? ($(( $(date +%s) - t0 ))s)" |
+    tee -a "$LOG" >> "$OUT/layer_tests.txt"
   say "GPU tests done ($(elapsed)): $(grep -c ' exit 0 ' "$OUT/layer_tests.txt") passed, $(grep -cE ' exit [1-9]' "$OUT/layer_tests.txt") failed"
   if [ $sanitizer = 1 ]; then
     timeout 300 compute-sanitizer --tool memcheck --error-exitcode 3 "$BIN/test_moe_layer_device" \

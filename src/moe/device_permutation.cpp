@@ -29,9 +29,9 @@ struct DevicePermutation::State {
   const cuda::Device* device = nullptr;
   std::shared_ptr<const cuda::LoadedModule> module, backward_module;
   CUfunction count = nullptr, offsets = nullptr, scatter = nullptr, gather = nullptr, combine = nullptr;
-  CUfunction combine_backward = nullptr, sort_one_block = nullptr;
+  CUfunction combine_backward = nullptr, sort_one_block = nullptr, gather_warps = nullptr;
   std::int64_t max_pairs = 0, experts = 0;
-  SortKernel sort_kernel = SortKernel::kChunked;
+  PermutationKernels kernels;
 };
 
 Result<SortKernel> sort_kernel_from_env() {
@@ -41,18 +41,32 @@ Result<SortKernel> sort_kernel_from_env() {
   return invalid_argument("RAGDOT_MOE_SORT must be chunked or one_block, got '" + *v + "'");
 }
 
+Result<GatherKernel> gather_kernel_from_env() {
+  const std::optional<std::string> v = env::moe_gather();
+  if (!v || *v == "block") return GatherKernel::kBlock;
+  if (*v == "warps") return GatherKernel::kWarps;
+  return invalid_argument("RAGDOT_MOE_GATHER must be block or warps, got '" + *v + "'");
+}
+
+Result<PermutationKernels> permutation_kernels_from_env() {
+  PermutationKernels k;
+  RAGDOT_ASSIGN_OR_RETURN(k.sort, sort_kernel_from_env());
+  RAGDOT_ASSIGN_OR_RETURN(k.gather, gather_kernel_from_env());
+  return k;
+}
+
 DevicePermutation::DevicePermutation(std::unique_ptr<State> s) : s_(std::move(s)) {}
 DevicePermutation::DevicePermutation(DevicePermutation&&) noexcept = default;
 DevicePermutation& DevicePermutation::operator=(DevicePermutation&&) noexcept = default;
 DevicePermutation::~DevicePermutation() = default;
 
 Result<DevicePermutation> DevicePermutation::create(int device, std::int64_t max_pairs, std::int64_t experts) {
-  RAGDOT_ASSIGN_OR_RETURN(SortKernel kind, sort_kernel_from_env());
-  return create(device, max_pairs, experts, kind);
+  RAGDOT_ASSIGN_OR_RETURN(PermutationKernels kernels, permutation_kernels_from_env());
+  return create(device, max_pairs, experts, kernels);
 }
 
 Result<DevicePermutation> DevicePermutation::create(int device, std::int64_t max_pairs, std::int64_t experts,
-                                                    SortKernel sort_kernel) {
+                                                    PermutationKernels kernels) {
   if (experts < 1 || experts > RAGDOT_MOE_MAX_EXPERTS) {
     return invalid_argument("the device permutation takes 1 to " + std::to_string(RAGDOT_MOE_MAX_EXPERTS) +
                             " experts, got " + std::to_string(experts));
@@ -73,7 +87,8 @@ Result<DevicePermutation> DevicePermutation::create(int device, std::int64_t max
              {&s->scatter, "ragdot_moe_scatter"},
              {&s->gather, "ragdot_moe_gather"},
              {&s->combine, "ragdot_moe_combine"},
-             {&s->sort_one_block, "ragdot_moe_sort_one_block"}};
+             {&s->sort_one_block, "ragdot_moe_sort_one_block"},
+             {&s->gather_warps, "ragdot_moe_gather_warps"}};
   for (const auto& f : fns) {
     RAGDOT_CU_RETURN_IF_ERROR(cuda::driver()->cuModuleGetFunction(f.f, s->module->module, f.name), f.name);
   }
@@ -84,7 +99,7 @@ Result<DevicePermutation> DevicePermutation::create(int device, std::int64_t max
                                            int(one_block_table_bytes(experts))),
         "cuFuncSetAttribute (ragdot_moe_sort_one_block's shared memory)");
   }
-  s->sort_kernel = sort_kernel;
+  s->kernels = kernels;
   RAGDOT_ASSIGN_OR_RETURN(s->backward_module,
                           cuda::load_module(*s->device, "#include \"ragdot/moe_combine_backward.cuh\"\n",
                                             "ragdot_moe_combine_backward.cu"));
@@ -127,7 +142,7 @@ Status DevicePermutation::sort(const void* experts, std::int64_t pairs, const De
   p.bad_experts = static_cast<int*>(out.bad_experts);
   const auto* d = cuda::driver();
   void* args[] = {&p};
-  if (s_->sort_kernel == SortKernel::kOneBlock) {
+  if (s_->kernels.sort == SortKernel::kOneBlock) {
     // it writes every output itself, the group sizes and the bad count even with no pairs
     RAGDOT_CU_RETURN_IF_ERROR(d->cuLaunchKernel(s_->sort_one_block, 1, 1, 1, 1024, 1, 1,
                                                 unsigned(one_block_table_bytes(p.num_experts)), st, args, nullptr),
@@ -207,6 +222,11 @@ Status DevicePermutation::gather(const void* x, const float* scale, const Device
   p.x = x;
   p.scale = scale;
   p.rows = rows;
+  if (s_->kernels.gather == GatherKernel::kWarps) {
+    constexpr std::int64_t kWarpsPerBlock = kRowThreads / 32;
+    return launch_rows(s_->gather_warps, *s_->device, (p.pairs + kWarpsPerBlock - 1) / kWarpsPerBlock, p, stream,
+                       "launching ragdot_moe_gather_warps");
+  }
   return launch_rows(s_->gather, *s_->device, p.pairs, p, stream, "launching ragdot_moe_gather");
 }
 

@@ -32,13 +32,29 @@ enum class SortKernel {
 // RAGDOT_MOE_SORT ("chunked" or "one_block"); unset: kChunked. Another value is an error.
 Result<SortKernel> sort_kernel_from_env();
 
+// How gather() runs: the same rows, bit for bit.
+enum class GatherKernel {
+  kBlock,  // one 256-thread block per row, one 16-byte piece per thread
+  kWarps,  // one warp per row, a lane's loads of the row in flight together, streaming stores
+};
+// RAGDOT_MOE_GATHER ("block" or "warps"); unset: kBlock. Another value is an error.
+Result<GatherKernel> gather_kernel_from_env();
+
+// The permutation's kernel choices.
+struct PermutationKernels {
+  SortKernel sort = SortKernel::kChunked;
+  GatherKernel gather = GatherKernel::kBlock;
+};
+// Both from the environment (RAGDOT_MOE_SORT, RAGDOT_MOE_GATHER).
+Result<PermutationKernels> permutation_kernels_from_env();
+
 class DevicePermutation {
  public:
   // Loads the kernels on GPU `device` (JIT-compiled once, then from the cache) for up to
-  // `max_pairs` pairs and `experts` experts (at most 1024); sort() runs `sort_kernel`.
+  // `max_pairs` pairs and `experts` experts (at most 1024); sort() and gather() run `kernels`.
   static Result<DevicePermutation> create(int device, std::int64_t max_pairs, std::int64_t experts,
-                                          SortKernel sort_kernel);
-  // The same, with the sort kernel RAGDOT_MOE_SORT names.
+                                          PermutationKernels kernels);
+  // The same, with the kernels the environment names (permutation_kernels_from_env).
   static Result<DevicePermutation> create(int device, std::int64_t max_pairs, std::int64_t experts);
 
   // Scratch for sort(): bytes of device memory, 256-byte aligned.

@@ -103,7 +103,7 @@ TEST(CudaCodegen, MoeKernelsCompileWithoutLocalMemory) {
     std::vector<const char*> kernels;
   } modules[] = {
       {"moe_permute", {"ragdot_moe_count", "ragdot_moe_offsets", "ragdot_moe_scatter", "ragdot_moe_sort_one_block",
-                       "ragdot_moe_gather", "ragdot_moe_combine"}},
+                       "ragdot_moe_gather", "ragdot_moe_gather_warps", "ragdot_moe_combine"}},
       {"moe_route", {"ragdot_moe_route", "ragdot_moe_route_backward"}},
       {"moe_swiglu", {"ragdot_moe_swiglu", "ragdot_moe_swiglu_backward"}},
       {"moe_combine_backward", {"ragdot_moe_combine_backward"}},

@@ -1,9 +1,9 @@
 // The MoE layer's device permutation (moe/device_permutation.hpp) against a host oracle: the
-// stable sort by expert (group sizes, sorted rows, out-of-range experts counted and given no
-// row) for pair counts around the chunk size, 1 to 1024 experts, uniform, skewed and
-// all-in-one routing; the gather (with and without a per-token scale) and the weighted combine
-// (overwrite and accumulate), bf16 and f32, rows that allow 16-byte copies and rows that do
-// not; the routers of every preset kind and SwiGLU against moe/router.cpp and moe/expert_ffn.cpp.
+// stable sort by expert with both sort kernels (group sizes, sorted rows, out-of-range experts
+// counted and given no row) for pair counts around the chunk size, 1 to 1024 experts, uniform,
+// skewed and all-in-one routing; the gather with both gather kernels (with and without a
+// per-token scale) and the weighted combine (overwrite and accumulate), bf16 and f32, rows that
+// allow 16-byte copies and rows that do not; the routers of every preset kind and SwiGLU against moe/router.cpp and moe/expert_ffn.cpp.
 // Outputs are poisoned first. Label "gpu": skipped (not failed) where there is no GPU.
 #include <gtest/gtest.h>
 
@@ -85,7 +85,9 @@ TEST(MoeDevicePermutation, SortMatchesTheStableHostSort) {
       for (std::int64_t pairs : {std::int64_t(0), std::int64_t(1), std::int64_t(255), std::int64_t(256),
                                  std::int64_t(257), std::int64_t(32771)}) {
         for (Routing how : {Routing::kUniform, Routing::kSkewed, Routing::kAllInOne, Routing::kSomeOutOfRange}) {
-          auto perm = moe::DevicePermutation::create(0, 40000, experts, kind);
+          moe::PermutationKernels kernels;
+          kernels.sort = kind;
+          auto perm = moe::DevicePermutation::create(0, 40000, experts, kernels);
           ASSERT_TRUE(perm.ok()) << perm.status().to_string();
           const std::vector<int> ex = route(pairs, experts, how, rng);
           const HostSort want = host_sort(ex, experts);
@@ -164,12 +166,17 @@ TEST(MoeDevicePermutation, GatherAndCombineMatchTheHost) {
   workloads::SplitMix64 rng(11);
   const std::int64_t tokens = 300, top_k = 4, experts = 16, pairs = tokens * top_k;
   for (DType dt : {DType::kBF16, DType::kF32}) {
-    for (std::int64_t hidden : {std::int64_t(64), std::int64_t(33)}) {
+    // 2056: rows longer than the warp gather's stretch of loads per lane, and not a whole number of them
+    for (std::int64_t hidden : {std::int64_t(64), std::int64_t(33), std::int64_t(2056)}) {
       for (bool scaled : {false, true}) {
-        for (bool accumulate : {false, true}) {
+        for (int case_index = 0; case_index < 4; ++case_index) {
+          const bool accumulate = case_index & 1, warps = case_index & 2;
           const std::string what = std::string(dtype_name(dt)) + " hidden " + std::to_string(hidden) +
-                                   (scaled ? " scaled" : "") + (accumulate ? " accumulate" : "");
-          auto perm = moe::DevicePermutation::create(0, pairs, experts);
+                                   (scaled ? " scaled" : "") + (accumulate ? " accumulate" : "") +
+                                   (warps ? " warp gather" : " block gather");
+          moe::PermutationKernels kernels;
+          kernels.gather = warps ? moe::GatherKernel::kWarps : moe::GatherKernel::kBlock;
+          auto perm = moe::DevicePermutation::create(0, pairs, experts, kernels);
           ASSERT_TRUE(perm.ok()) << perm.status().to_string();
           // one pair in 20 routed out of range: no row, no contribution
           std::vector<int> ex = route(pairs, int(experts), Routing::kSomeOutOfRange, rng);
