@@ -24,8 +24,8 @@
 # --sanitizer adds compute-sanitizer memcheck on the smallest layer test. --variant runs each case
 # again (ragdot's path only) under each ';'-separated RAGDOT_CUDA_VARIANT override, in the same
 # run, and tabulates forward, forward + backward and the permutation share against the default; a
-# spec RAGDOT_NAME=VALUE sets that variable instead (e.g. RAGDOT_MOE_SORT=one_block or
-# RAGDOT_MOE_GATHER=warps). Uses the programs in
+# spec of RAGDOT_NAME=VALUE assignments (space-separated) sets those variables instead, e.g.
+# --variant "RAGDOT_MOE_SORT=one_block RAGDOT_MOE_GATHER=warps;cluster=2". Uses the programs in
 # .devbin/ (scripts/gpu_bundle.sh) when they run here, else builds them.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
@@ -120,12 +120,12 @@ if [ -n "$variants" ]; then
     for c in $cases; do
       preset=${c%%:*} tokens=${c##*:}
       f="$OUT/layer_${preset}_${tokens}_${tag}.json"
-      # RAGDOT_NAME=VALUE sets that variable; anything else is a RAGDOT_CUDA_VARIANT spec
+      # "RAGDOT_A=x RAGDOT_B=y" sets those variables; anything else is a RAGDOT_CUDA_VARIANT spec
       case $spec in
-        RAGDOT_*=*) assignment=$spec ;;
-        *) assignment="RAGDOT_CUDA_VARIANT=$spec" ;;
+        RAGDOT_*=*) read -ra assignments <<< "$spec" ;;
+        *) assignments=("RAGDOT_CUDA_VARIANT=$spec") ;;
       esac
-      env "$assignment" timeout 120 "$BIN/ragdot" layer --backend cuda --model "$preset" --tokens "$tokens" \
+      env "${assignments[@]}" timeout 120 "$BIN/ragdot" layer --backend cuda --model "$preset" --tokens "$tokens" \
         --reps $reps --no-baseline --json "$f" >> "$OUT/layer_runs.txt" 2>&1
       echo "ragdot layer $preset $tokens under $spec exit $? ($(elapsed))" | tee -a "$LOG" >> "$OUT/layer_runs.txt"
       variant_args+=(--variant "$spec=$f")
