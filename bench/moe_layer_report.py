@@ -59,6 +59,8 @@ def build(layers, peers):
         for p in rep["paths"][1:]:
             if "gather fused" in p["name"]:
                 key = "fused_gather"
+            elif "SwiGLU fused" in p["name"]:
+                key = "fused_swiglu"
             else:
                 key = "padded_dropless" if "dropless" in p["name"] else "padded_capacity"
             row[key] = p
@@ -107,12 +109,12 @@ def markdown(rows, checks, commit):
              "times in ms (medians, bf16); ratios = peer time / ragdot time", "",
              "| preset | tokens | ragdot fwd | ragdot fwd+bwd | torch fwd | torch fwd+bwd | jax fwd | jax fwd+bwd "
              "| torch/ragdot fwd | jax/ragdot fwd | torch/ragdot fwd+bwd | jax/ragdot fwd+bwd | padded dropless fwd "
-             "| padded cf fwd (dropped) | fused-gather fwd (perm. share) | perm. share fwd | perm. share fwd+bwd "
-             "| gather / copy | combine / copy |",
-             "|" + "---|" * 19]
+             "| padded cf fwd (dropped) | fused-gather fwd (perm. share) | fused-SwiGLU fwd (perm. share) "
+             "| perm. share fwd | perm. share fwd+bwd | gather / copy | combine / copy |",
+             "|" + "---|" * 20]
     for r in rows:
         if "ragdot" not in r:
-            lines.append(f"| {r.get('preset')} | {r.get('tokens')} | error: {r.get('error')} |" + " |" * 17)
+            lines.append(f"| {r.get('preset')} | {r.get('tokens')} | error: {r.get('error')} |" + " |" * 18)
             continue
         o = r["ragdot"]
         dl, cf = r.get("padded_dropless") or {}, r.get("padded_capacity") or {}
@@ -121,6 +123,9 @@ def markdown(rows, checks, commit):
         gf = r.get("fused_gather") or {}
         gf_cell = (f"{fmt(gf.get('forward_ms'))} ({fmt(gf.get('permutation_share_forward'), '.1%')})"
                    if "forward_ms" in gf else (gf.get("error") or "-"))
+        sf = r.get("fused_swiglu") or {}
+        sf_cell = (f"{fmt(sf.get('forward_ms'))} ({fmt(sf.get('permutation_share_forward'), '.1%')})"
+                   if "forward_ms" in sf else (sf.get("error") or "-"))
         lines.append(
             f"| {r['preset']} | {r['tokens']} | {fmt(o.get('forward_ms'))} | {fmt(o.get('forward_backward_ms'))} "
             f"| {peer_cell(r.get('torch'), 'forward_ms')} | {peer_cell(r.get('torch'), 'forward_backward_ms')} "
@@ -128,7 +133,7 @@ def markdown(rows, checks, commit):
             f"| {fmt(r.get('torch_over_ragdot_forward'), '.2f')} | {fmt(r.get('jax_over_ragdot_forward'), '.2f')} "
             f"| {fmt(r.get('torch_over_ragdot_forward_backward'), '.2f')} "
             f"| {fmt(r.get('jax_over_ragdot_forward_backward'), '.2f')} "
-            f"| {fmt(dl.get('forward_ms')) if 'forward_ms' in dl else (dl.get('error') or '-')} | {cf_cell} | {gf_cell} "
+            f"| {fmt(dl.get('forward_ms')) if 'forward_ms' in dl else (dl.get('error') or '-')} | {cf_cell} | {gf_cell} | {sf_cell} "
             f"| {fmt(o.get('permutation_share_forward'), '.1%')} "
             f"| {fmt(o.get('permutation_share_forward_backward'), '.1%')} "
             f"| {fmt(o.get('gather_over_copy'), '.2f')} | {fmt(o.get('combine_over_copy'), '.2f')} |")

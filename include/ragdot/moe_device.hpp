@@ -73,6 +73,12 @@ struct DeviceMoeOptions {
   // H200 the gathering kernel's cp.async loads cost the up projection more than the gather kernel
   // takes (bench/RESULTS.md), except on narrow projections such as qwen3-30b-a3b's.
   bool gather_in_up_gemm = false;
+  // The routed up projection applies SwiGLU in its epilogue (PlanOptions::swiglu_epilogue) where
+  // the cuda backend can (Hopper, not with expert parallelism): forward writes the activations
+  // [T k, F] directly, not the [T k, 2F] product and then a SwiGLU kernel reading it back. The same
+  // values bit for bit. backward() needs the product: it runs the up projection again first (one
+  // more ragged dot), so this is for inference, where forward runs alone.
+  bool swiglu_in_up_gemm = false;
   // Expert parallelism (ragdot/ep_transport.hpp): this process's rank of a communicator whose GPU
   // is `device`, one process per GPU. The routed experts are split evenly over the ranks, rank r
   // holding experts [r E / W, (r + 1) E / W) of W ranks: DeviceMoeParams::w_up and w_down then hold

@@ -51,6 +51,15 @@ struct PlanOptions {
   // tokens and their sorted order here instead of copying every routed row first. Backends that
   // cannot gather do not take such plans (the cuda backend gathers on Hopper, cpu_ref anywhere).
   std::optional<std::int64_t> lhs_gather_rows;
+  // SwiGLU epilogue (mode 1, lhs [M, K], rhs [G, K, N] or [G, N, K] with N even, out [M, N]
+  // row-major): the plan's output is the activation [M, N / 2] instead of the product, with
+  // gate = the product's columns [0, N / 2) and up = columns [N / 2, N), each first rounded to the
+  // output dtype (as a stored product would be), act = silu(gate) * up in f32, rounded to the
+  // output dtype. The out buffer holds M x N / 2 elements. An MoE layer's fused gate and up
+  // projection then writes its activation directly, without the [M, N] product in between.
+  // Backends that cannot do it do not take such plans (the cuda backend on Hopper with 16-bit
+  // outputs and an [G, K, N] rhs, cpu_ref anywhere).
+  bool swiglu_epilogue = false;
 };
 
 // Filled by execute when the caller asks for it (host-side backends fill it completely).

@@ -59,6 +59,10 @@ template <class T> __device__ __forceinline__ void store_pair(u16* dst, float x,
   *(u32*)dst = pack2(x, y, T());
 }
 
+// SwiGLU's gate activation, g sigmoid(g): one expression for every kernel that applies it (the MoE
+// layer's SwiGLU kernel and the GEMM epilogue that fuses it), so that both round the same way.
+__device__ __forceinline__ float silu(float g) { return g / (1.0f + __expf(-g)); }
+
 __device__ __forceinline__ u32 smem_address(const void* p) {
   u32 a;
   asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));

@@ -14,8 +14,6 @@
 
 namespace ragdot {
 
-__device__ __forceinline__ float moe_silu(float g) { return g / (1.0f + __expf(-g)); }
-
 // (row, first column) of the i-th group of `width` columns in rows of `cols` groups.
 __device__ __forceinline__ void moe_split(long long i, long long cols, long long& r, long long& c) {
   if (i < 0xffffffffLL && cols < 0xffffffffLL) {  // 32-bit division where it fits
@@ -42,7 +40,7 @@ __device__ __forceinline__ void moe_swiglu(const RagdotMoeSwigluParams& p) {
       moe_load8(up + r * 2 * p.ffn + c, g);
       moe_load8(up + r * 2 * p.ffn + p.ffn + c, u);
 #pragma unroll
-      for (int j = 0; j < 8; ++j) g[j] = moe_silu(g[j]) * u[j];
+      for (int j = 0; j < 8; ++j) g[j] = silu(g[j]) * u[j];
       moe_store8(act + r * p.ffn + c, g);
     }
     return;
@@ -52,7 +50,7 @@ __device__ __forceinline__ void moe_swiglu(const RagdotMoeSwigluParams& p) {
     long long r, c;
     moe_split(i, p.ffn, r, c);
     const float g = to_float(up[r * 2 * p.ffn + c], T()), u = to_float(up[r * 2 * p.ffn + p.ffn + c], T());
-    act[i] = from_float(moe_silu(g) * u, T());
+    act[i] = from_float(silu(g) * u, T());
   }
 }
 

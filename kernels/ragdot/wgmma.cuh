@@ -41,12 +41,20 @@
 // as its weights (deepseek-v3: 15 GB), and its tiles have only a group's few rows of k, so the
 // stores bound it.
 //
+// SwiGLU epilogue (kSwiglu, mode 1, B MN-major, 16-bit outputs): B's columns are [gate | up]
+// halves of n, and out is the [m, n / 2] activation. A tile at n0 multiplies gate columns
+// [n0 / 2, n0 / 2 + kBN / 2) in its first kBN / 2 columns and the matching up columns
+// n / 2 + [n0 / 2, ...) in the rest (b_column), so each consumer thread holds both operands of its
+// activations in its accumulators: act = silu(gate) * up, from gate and up rounded to the output
+// type first, exactly as ragdot_moe_swiglu computes it from a stored product. Gate boxes that run
+// past n / 2 multiply up columns that are never stored; up boxes past n read TMA's zeros.
+//
 // Shared memory: [scheduler table][pad to 1024][stage 0: A | B][stage 1] ... [staging]. Every tile
 // is stored 128B-swizzled as TMA writes it and wgmma reads it; 1024-byte alignment keeps the
 // swizzle pattern anchored.
 //
 // The generated prelude defines `struct V` with kMode, kBN, kStages, kBKMajor, kGatherA, kCluster,
-// kClusterAlongN, kTmaStore, typedef In, typedef Out, and `struct Mma` with
+// kClusterAlongN, kTmaStore, kSwiglu, typedef In, typedef Out, and `struct Mma` with
 // `run(float (&d)[kBN / 2], u64 desc_a, u64 desc_b, int accumulate)`: the one wgmma instruction of
 // the variant (m64 x kBN x k16), written out by the generator.
 #pragma once
@@ -244,6 +252,10 @@ struct Kernel {
                 "m pairs split B's boxes evenly; pairs load A by TMA");
   static_assert(!V::kTmaStore || (V::kMode == 2 && sizeof(typename Storage<typename V::Out>::type) == 2),
                 "the TMA-store epilogue is the weight gradient's, for 16-bit outputs");
+  static_assert(!V::kSwiglu || (V::kMode == 1 && !V::kBKMajor && kBN % 128 == 0 &&
+                                sizeof(typename Storage<typename V::Out>::type) == 2 && !V::kTmaStore),
+                "the SwiGLU epilogue: mode 1, MN-major B in boxes of 64 columns, half a tile each of gate and up, "
+                "16-bit outputs");
   // TMA-store epilogue: per warpgroup two buffers of one 64 x 64 box (8 KiB) each
   static constexpr int kStagingBytes = V::kTmaStore ? 2 * 2 * 64 * 64 * 2 : 0;
   // A cluster's tiles are 256 x kBN (pairs along m), 128 x 2 kBN (along n) or 256 x 2 kBN (2 x 2):
@@ -364,11 +376,23 @@ struct Kernel {
     return t;
   }
 
+  // The rhs column where B box j (64 columns) of the tile at n0 starts: n0 + 64 j, or with the
+  // SwiGLU epilogue the j-th of the tile's gate boxes, then of its up boxes (half_n = n / 2).
+  static __device__ __forceinline__ int b_column(int n0, int j, int half_n) {
+    if constexpr (!V::kSwiglu) {
+      return n0 + j * 64;
+    } else {
+      constexpr int kHalfBoxes = kBN / 128;
+      const int c = n0 / 2 + (j % kHalfBoxes) * 64;
+      return j < kHalfBoxes ? c : half_n + c;
+    }
+  }
+
   // B's tile for one stage. With m pairs, the CTA of rows rm loads half rm of the boxes (or of the
   // one K-major box's rows: the tensor map's box is kBN / 2 rows then) into itself and its B
   // sharer; otherwise all of it here.
   static __device__ __forceinline__ void load_b(u32 b_dst, const TensorMap* map_b, u32 full, int n0, int k0, int group,
-                                                u32 rank) {
+                                                u32 rank, int half_n) {
     constexpr int kBoxes = kBN / 64 / (kPairM ? 2 : 1);  // boxes of 64 n x kBK k this CTA loads (MN-major B)
     const u32 rm = rank_m(rank);
     const u16 sharers = (u16)((1u << rank) | (1u << b_sharer(rank)));
@@ -377,13 +401,14 @@ struct Kernel {
       else tma_load_3d_multicast(b_dst + rm * (kBN / 2 * 128), map_b, full, k0, n0 + (int)rm * (kBN / 2), group, sharers);
     } else if constexpr (!kPairM && V::kMode == 2) {
 #pragma unroll
-      for (int j = 0; j < kBoxes; ++j) tma_load_3d(b_dst + j * (kBK * 128), map_b, full, n0 + j * 64, k0, group);
+      for (int j = 0; j < kBoxes; ++j) tma_load_3d(b_dst + j * (kBK * 128), map_b, full, b_column(n0, j, half_n), k0, group);
     } else {
       const int first = kPairM ? (int)rm * kBoxes : 0;
 #pragma unroll 1  // unrolled, the four boxes' addresses would outgrow the producer's 56 registers
       for (int j = first; j < first + kBoxes; ++j) {
-        if constexpr (!kPairM) tma_load_3d(b_dst + j * (kBK * 128), map_b, full, n0 + j * 64, k0, group);
-        else tma_load_3d_multicast(b_dst + j * (kBK * 128), map_b, full, n0 + j * 64, k0, group, sharers);
+        const int column = b_column(n0, j, half_n);
+        if constexpr (!kPairM) tma_load_3d(b_dst + j * (kBK * 128), map_b, full, column, k0, group);
+        else tma_load_3d_multicast(b_dst + j * (kBK * 128), map_b, full, column, k0, group, sharers);
       }
     }
   }
@@ -405,6 +430,7 @@ struct Kernel {
     // shared-memory addresses (32 bits) rather than generic pointers: fewer registers
     const u32 full_bar = smem_address(full_bars), empty_bar = smem_address(empty_bars);
     const u32 rank = kCluster > 1 ? cluster_rank() : 0;
+    const int half_n = V::kSwiglu ? (int)(p.n / 2) : 0;
     u32 it = 0;
     for (u32 n = 0;; ++n) {
       const int t = rank == 0 ? next_tile(p, sched, n) : take_tile_alone(n);
@@ -446,12 +472,12 @@ struct Kernel {
           // rhs rows are k, columns n (a single "group" in the map)
           if (a_lower) load_a_half(a_dst, map_a, full, m0, k0, 0, rank);
           if (a_upper) load_a_half(a_dst, map_a, full, m0, k0, 1, rank);
-          if (has_cols) load_b(b_dst, map_b, full, n0, k0, 0, rank);
+          if (has_cols) load_b(b_dst, map_b, full, n0, k0, 0, rank, 0);
           continue;
         }
         if (a_lower) load_a_half(a_dst, map_a, full, m0, k0, 0, rank);
         if (a_upper) load_a_half(a_dst, map_a, full, m0, k0, 1, rank);
-        if (has_cols) load_b(b_dst, map_b, full, n0, k0, group, rank);
+        if (has_cols) load_b(b_dst, map_b, full, n0, k0, group, rank, half_n);
       }
     }
   }
@@ -470,6 +496,7 @@ struct Kernel {
     const u32 dst_offset = row0 * 128 + ((piece ^ (row0 & 7)) << 4);
     const u16* table = (const u16*)p.lhs;
     const int k = (int)p.k;
+    const int half_n = V::kSwiglu ? (int)(p.n / 2) : 0;
     u32 it = 0;
     for (u32 n = 0;; ++n) {
       if (tid == 0) next_tile(p, sched, n);
@@ -502,7 +529,8 @@ struct Kernel {
             tma_load_3d(b_dst, map_b, full, k0, n0, group);
           } else {
 #pragma unroll 1
-            for (int j = 0; j < kBN / 64; ++j) tma_load_3d(b_dst + j * (kBK * 128), map_b, full, n0 + j * 64, k0, group);
+            for (int j = 0; j < kBN / 64; ++j)
+              tma_load_3d(b_dst + j * (kBK * 128), map_b, full, b_column(n0, j, half_n), k0, group);
           }
         }
         const int kk = k0 + piece * 8;  // k is a multiple of 8 (the planner's rule): a piece is all in or all out
@@ -519,11 +547,13 @@ struct Kernel {
 
   // f32 outputs: each lane stores its accumulator pairs as they lie (8 bytes), so a quad of lanes
   // writes 32 contiguous bytes of a row, one whole L2 sector.
+  // (kCols: the width of the accumulator tile given, kBN or, for the SwiGLU activations, kBN / 2.)
+  template <int kCols>
   static __device__ __forceinline__ void store_tile(float* otile, i64 out_m, int r0, int lane, i64 rows_here,
-                                                    i64 cols_lim, const float (&acc)[kAcc], F32) {
+                                                    i64 cols_lim, const float (&acc)[kCols / 2], F32) {
     const int c2 = (lane & 3) * 2;
 #pragma unroll
-    for (int j = 0; j < kBN / 8; ++j) {
+    for (int j = 0; j < kCols / 8; ++j) {
       const int c = j * 8 + c2;
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
@@ -538,13 +568,13 @@ struct Kernel {
   // Lane 4q+i holds, of blocks j and j+1, columns 2i..2i+1; after the swap it holds block j + (i&1),
   // columns 4(i>>1)..4(i>>1)+3. Columns come in multiples of 8 (the planner's rule), so a lane's
   // 4 columns are either all inside the output or all past its edge.
-  template <class T>
+  template <int kCols, class T>
   static __device__ __forceinline__ void store_tile(u16* otile, i64 out_m, int r0, int lane, i64 rows_here,
-                                                    i64 cols_lim, const float (&acc)[kAcc], T) {
+                                                    i64 cols_lim, const float (&acc)[kCols / 2], T) {
     const bool odd = lane & 1;
     const int c4 = (lane & 1) * 8 + (lane & 2) * 2;
 #pragma unroll
-    for (int j = 0; j < kBN / 8; j += 2) {
+    for (int j = 0; j < kCols / 8; j += 2) {
       const int c = j * 8 + c4;
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
@@ -712,9 +742,23 @@ struct Kernel {
           store_tile_tma(map_out, area, wg, tid, (int)tile.n0, (int)tile.m0, tile.group, cols_lim, stores, acc);
         continue;
       }
-      O* otile = out + tile_out_offset<V::kMode>(p, tile) + wg * 64 * p.out_m;  // the family's out_n is 1
       const int r0 = warp * 16 + (lane >> 2);
-      store_tile(otile, p.out_m, r0, lane, rows_here, cols_lim, acc, typename V::Out());
+      if constexpr (V::kSwiglu) {
+        // The tile's gate columns are its accumulator blocks j < kBN / 16 (block j: columns
+        // 8 j .. 8 j + 7), their up columns blocks j + kBN / 16: accumulators i and i + kAcc / 2.
+        typedef typename V::Out Out;
+        float act[kAcc / 2];
+#pragma unroll
+        for (int i = 0; i < kAcc / 2; ++i) {
+          const float gate = to_float(from_float(acc[i], Out()), Out()), up = to_float(from_float(acc[kAcc / 2 + i], Out()), Out());
+          act[i] = silu(gate) * up;
+        }
+        O* otile = out + tile.m0 * p.out_m + tile.n0 / 2 + wg * 64 * p.out_m;  // out: [m, n / 2]
+        store_tile<kBN / 2>(otile, p.out_m, r0, lane, rows_here, p.n / 2 - tile.n0 / 2, act, Out());
+        continue;
+      }
+      O* otile = out + tile_out_offset<V::kMode>(p, tile) + wg * 64 * p.out_m;  // the family's out_n is 1
+      store_tile<kBN>(otile, p.out_m, r0, lane, rows_here, cols_lim, acc, typename V::Out());
     }
     if constexpr (V::kTmaStore) {
       if (tid == 0) bulk_wait<0>();  // the last stores are done before the kernel ends

@@ -125,6 +125,7 @@ std::string GroupGemmProblem::to_string() const {
   if (!reduce.empty()) os << " reduce-prefix";
   if (lhs_relayout) os << " relayout-lhs";
   if (rhs_relayout) os << " relayout-rhs";
+  if (swiglu_epilogue) os << " swiglu-epilogue";
   return os.str();
 }
 

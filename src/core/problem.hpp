@@ -58,6 +58,10 @@ struct GroupGemmProblem {
   // int32[m] row index; lhs_elements then counts the table.
   std::optional<std::int64_t> lhs_gather_rows;
 
+  // PlanOptions::swiglu_epilogue: out is the [m, n / 2] activation of the product's [gate | up]
+  // halves; out_m is then its row stride (n / 2) and out_elements its size.
+  bool swiglu_epilogue = false;
+
   std::int64_t outer_count() const;
   bool needs_relayout() const { return lhs_relayout || rhs_relayout; }
   // The plain MoE forms: no outer/reduce dims, nothing to relayout, m/k/n unit-stride somewhere.

@@ -12,6 +12,11 @@
 // reads each sorted row straight from x through the sort's token index
 // (PlanOptions::lhs_gather_rows) and the gather kernel does not run in forward. Backward then
 // gathers the rows itself for the up projection's weight gradient.
+//
+// With DeviceMoeOptions::swiglu_in_up_gemm, where the cuda backend can (Hopper, no expert
+// parallelism), forward's up ragged dot writes the SwiGLU activations itself
+// (PlanOptions::swiglu_epilogue), and the product the SwiGLU backward needs is computed again
+// at the start of the backward's up-projection steps.
 #include <algorithm>
 #include <cstring>
 #include <functional>
@@ -143,6 +148,8 @@ struct DeviceMoeLayer::State {
   bool forwarded = false;
   bool gathered_up = false;  // plans[routed up] reads its rows from x through b.token_of
   bool rows_gathered = false;  // b.rows holds the last forward's sorted rows
+  std::optional<Plan> swiglu_up;  // the routed up projection with the SwiGLU epilogue (into b.act)
+  bool up_stale = false;          // forward ran swiglu_up: b.up does not hold its product
   // expert parallelism
   ep::Communicator* comm = nullptr;
   std::int64_t world = 1, local_experts = 0;
@@ -215,10 +222,19 @@ struct DeviceMoeLayer::State {
                     {b.ws, ws_bytes, MemorySpace::kDevice}, stream, nullptr, &tokens);
   }
 
+  // The routed up projection with the SwiGLU epilogue: the activations into b.act, reading the
+  // rows as the plain up projection does (b.rows, or x through b.token_of).
+  Status swiglu_up_gemm(const void* x, const void* w_up, CUstream stream) const {
+    const GatheredLhs tokens{std::size_t(t * c.hidden) * kActBytes, b.token_of};
+    return run_plan(*swiglu_up, gathered_up ? x : b.rows, w_up, b.group_sizes, b.act,
+                    {b.ws, ws_bytes, MemorySpace::kDevice}, stream, nullptr, gathered_up ? &tokens : nullptr);
+  }
+
   Status forward(const void* x, const DeviceMoeParams& p, void* y, CUstream st, StepMarks* mk) {
     const std::int64_t h = c.hidden, f = c.ffn, k = c.top_k, s = c.shared_experts;
     forwarded = false;
     rows_gathered = false;
+    up_stale = false;
     RAGDOT_RETURN_IF_ERROR(mark(mk, st, "start"));
     RAGDOT_RETURN_IF_ERROR(gemm(kRouterLogits, x, p.router, b.one_group, b.logits, st));
     RAGDOT_RETURN_IF_ERROR(mark(mk, st, "router logits"));
@@ -234,15 +250,21 @@ struct DeviceMoeLayer::State {
     if (comm) {
       RAGDOT_RETURN_IF_ERROR(remote_experts(p, st, mk));
     } else {
-      if (gathered_up) {
-        RAGDOT_RETURN_IF_ERROR(gathered_up_gemm(x, p.w_up, st));
-        RAGDOT_RETURN_IF_ERROR(mark(mk, st, "gather + up"));
+      if (swiglu_up) {
+        RAGDOT_RETURN_IF_ERROR(swiglu_up_gemm(x, p.w_up, st));
+        RAGDOT_RETURN_IF_ERROR(mark(mk, st, gathered_up ? "gather + up + swiglu" : "up + swiglu"));
+        up_stale = true;
       } else {
-        RAGDOT_RETURN_IF_ERROR(gemm(kRouted + kFfnUp, b.rows, p.w_up, b.group_sizes, b.up, st));
-        RAGDOT_RETURN_IF_ERROR(mark(mk, st, "up"));
+        if (gathered_up) {
+          RAGDOT_RETURN_IF_ERROR(gathered_up_gemm(x, p.w_up, st));
+          RAGDOT_RETURN_IF_ERROR(mark(mk, st, "gather + up"));
+        } else {
+          RAGDOT_RETURN_IF_ERROR(gemm(kRouted + kFfnUp, b.rows, p.w_up, b.group_sizes, b.up, st));
+          RAGDOT_RETURN_IF_ERROR(mark(mk, st, "up"));
+        }
+        RAGDOT_RETURN_IF_ERROR(ops->swiglu(b.up, m, f, kAct, b.act, st));
+        RAGDOT_RETURN_IF_ERROR(mark(mk, st, "swiglu"));
       }
-      RAGDOT_RETURN_IF_ERROR(ops->swiglu(b.up, m, f, kAct, b.act, st));
-      RAGDOT_RETURN_IF_ERROR(mark(mk, st, "swiglu"));
       RAGDOT_RETURN_IF_ERROR(gemm(kRouted + kFfnDown, b.act, p.w_down, b.group_sizes, b.out, st));
       RAGDOT_RETURN_IF_ERROR(mark(mk, st, "down"));
     }
@@ -310,6 +332,15 @@ struct DeviceMoeLayer::State {
     if (g.d_w_down) {
       RAGDOT_RETURN_IF_ERROR(gemm(kRouted + kFfnWeightGradDown, b.act, b.d_rows, gs, g.d_w_down, st));
       RAGDOT_RETURN_IF_ERROR(mark(mk, st, "down: d_w"));
+    }
+    if (up_stale) {  // forward wrote the activations only: the SwiGLU backward needs the product
+      if (gathered_up) {
+        RAGDOT_RETURN_IF_ERROR(gathered_up_gemm(x, p.w_up, st));
+      } else {
+        RAGDOT_RETURN_IF_ERROR(gemm(kRouted + kFfnUp, b.rows, p.w_up, gs, b.up, st));
+      }
+      RAGDOT_RETURN_IF_ERROR(mark(mk, st, "up again"));
+      up_stale = false;
     }
     RAGDOT_RETURN_IF_ERROR(ops->swiglu_backward(b.up, b.d_act, m, f, kAct, b.d_up, st));
     RAGDOT_RETURN_IF_ERROR(mark(mk, st, "swiglu backward"));
@@ -437,14 +468,25 @@ Result<DeviceMoeLayer> DeviceMoeLayer::create(const MoeConfig& c, std::int64_t t
     const bool shared = int(i) >= kShared;
     if (shared && c.shared_experts == 0) break;
     RAGDOT_ASSIGN_OR_RETURN(RaggedDot op, RaggedDot::create(specs[i]));
-    if (int(i) == kRouted + kFfnUp && o.gather_in_up_gemm && !s->comm && c.router != RouterKind::kLlama4 &&
-        o.expert_backend == "cuda") {
+    const bool routed_up = int(i) == kRouted + kFfnUp && !s->comm && o.expert_backend == "cuda";
+    // the routed up projection with the SwiGLU epilogue, reading its rows as `up_options` say
+    const auto plan_swiglu_up = [&](const PlanOptions& up_options) {
+      if (!routed_up || !o.swiglu_in_up_gemm) return;
+      PlanOptions fused = up_options;
+      fused.swiglu_epilogue = true;
+      if (auto p = make_plan(op, fused); p.ok()) {  // else (not Hopper, ...): up, then the SwiGLU kernel
+        s->ws_bytes = std::max(s->ws_bytes, p->workspace_bytes());
+        s->swiglu_up.emplace(std::move(*p));
+      }
+    };
+    if (routed_up && o.gather_in_up_gemm && c.router != RouterKind::kLlama4) {
       PlanOptions gathering = routed;
       gathering.lhs_gather_rows = tokens;
       if (auto plan = make_plan(op, gathering); plan.ok()) {  // else (not Hopper, ...): gather, then plan below
         s->gathered_up = true;
         s->ws_bytes = std::max(s->ws_bytes, plan->workspace_bytes());
         s->plans.push_back(std::move(*plan));
+        plan_swiglu_up(gathering);
         continue;
       }
     }
@@ -452,6 +494,7 @@ Result<DeviceMoeLayer> DeviceMoeLayer::create(const MoeConfig& c, std::int64_t t
     if (!plan.ok()) {
       return Status(plan.status().code(), "device MoE layer, " + layer_gemm_name(int(i)) + ": " + plan.status().message());
     }
+    plan_swiglu_up(routed);
     s->ws_bytes = std::max(s->ws_bytes, plan->workspace_bytes());
     s->plans.push_back(std::move(*plan));
   }
@@ -662,6 +705,7 @@ bool DeviceMoeLayer::graph_safe() const {
 std::string DeviceMoeLayer::describe() const {
   std::string out;
   for (std::size_t i = 0; i < s_->plans.size(); ++i) out += layer_gemm_name(int(i)) + ": " + s_->plans[i].to_string() + "\n";
+  if (s_->swiglu_up) out += layer_gemm_name(kRouted + kFfnUp) + " with SwiGLU (forward): " + s_->swiglu_up->to_string() + "\n";
   for (std::size_t i = 0; i < s_->ep_plans.size(); ++i) {
     out += "expert-parallel " + layer_gemm_name(kRouted + (i % 2 ? kFfnDown : kFfnUp)) + " (" +
            std::to_string(s_->ep_rows[i / 2]) + " rows): " + s_->ep_plans[i].to_string() + "\n";

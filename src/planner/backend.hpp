@@ -52,6 +52,9 @@ class Backend {
   // Whether it reads lhs rows through an index (PlanOptions::lhs_gather_rows); those that do not
   // are not offered such plans.
   virtual bool gathers_lhs_rows() const { return false; }
+  // Whether it can apply the SwiGLU epilogue (PlanOptions::swiglu_epilogue); those that cannot are
+  // not offered such plans.
+  virtual bool fuses_swiglu() const { return false; }
   // unsupported("why") when it does not take this op.
   virtual Result<std::unique_ptr<detail::BackendPlan>> plan(const PlanRequest& request) const = 0;
 };

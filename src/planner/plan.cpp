@@ -140,6 +140,24 @@ Result<Plan> make_plan(const RaggedDot& op, const PlanOptions& options) {
     problem.lhs_gather_rows = rows;
     problem.lhs_elements = rows * problem.k;
   }
+  if (options.swiglu_epilogue) {
+    if (problem.mode != RaggedMode::kNonContracting || op.spec().lhs.rank() != 2 || !problem.is_single_batch() ||
+        problem.needs_relayout() || problem.out_n != 1 || problem.out_m != problem.n) {
+      return invalid_argument("swiglu_epilogue: only a mode 1 op with a 2-D lhs [M, K] and a row-major out [M, N] "
+                              "takes the SwiGLU epilogue; " + op.to_string() + " is not one");
+    }
+    if (problem.n % 2 != 0) {
+      return invalid_argument("swiglu_epilogue: N = " + std::to_string(problem.n) +
+                              " is odd; the product's columns are [gate | up] halves");
+    }
+    if (problem.out_dtype != DType::kBF16 && problem.out_dtype != DType::kF16 && problem.out_dtype != DType::kF32) {
+      return invalid_argument("swiglu_epilogue: the output must be a float type, not " +
+                              std::string(dtype_name(problem.out_dtype)));
+    }
+    problem.swiglu_epilogue = true;
+    problem.out_m = problem.n / 2;
+    problem.out_elements = problem.m * problem.n / 2;
+  }
   planner::PlanRequest request{op, problem, options};
 
   std::string reasons;
@@ -159,6 +177,11 @@ Result<Plan> make_plan(const RaggedDot& op, const PlanOptions& options) {
     if (problem.lhs_gather_rows && !backend->gathers_lhs_rows()) {
       if (!wanted.empty()) return unsupported("backend '" + wanted + "' does not gather lhs rows (lhs_gather_rows)");
       reasons += "\n  " + std::string(backend->name()) + ": does not gather lhs rows";
+      continue;
+    }
+    if (problem.swiglu_epilogue && !backend->fuses_swiglu()) {
+      if (!wanted.empty()) return unsupported("backend '" + wanted + "' has no SwiGLU epilogue (swiglu_epilogue)");
+      reasons += "\n  " + std::string(backend->name()) + ": has no SwiGLU epilogue";
       continue;
     }
     if (Status av = backend->available(); !av.is_ok()) {

@@ -21,6 +21,10 @@ struct Case {
   // outside the table read zeros); the oracle gets the gathered rows as a plain lhs.
   std::vector<std::int32_t> lhs_rows;
   std::int64_t lhs_table_rows = 0;
+  // The SwiGLU epilogue (PlanOptions::swiglu_epilogue; mode 1, out [M, N]): the plan writes the
+  // [M, N / 2] activation of the product's [gate | up] halves, checked against the oracle's
+  // product through cpu::swiglu_of_stored.
+  bool swiglu = false;
 };
 
 // Patterns of group sizes a backend must get right.

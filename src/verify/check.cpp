@@ -108,6 +108,7 @@ CheckResult check_case(const Case& c, const PlanOptions& options, std::uint64_t 
   PlanOptions po = options;
   const bool gathered = !c.lhs_rows.empty();
   if (gathered) po.lhs_gather_rows = c.lhs_table_rows;
+  if (c.swiglu) po.swiglu_epilogue = true;
   auto plan = make_plan(*op, po);
   if (!plan.ok()) {
     res.message = plan.status().to_string();
@@ -116,9 +117,12 @@ CheckResult check_case(const Case& c, const PlanOptions& options, std::uint64_t 
   res.plan = plan->to_string();
   const auto& s = c.spec;
   const TensorSpec& out_spec = op->out();
+  // with the SwiGLU epilogue the plan writes half the product's columns (out [M, N / 2])
+  const std::int64_t out_elements = c.swiglu ? out_spec.num_elements() / 2 : out_spec.num_elements();
+  const std::size_t out_bytes = std::size_t(out_elements) * dtype_size(out_spec.dtype);
 
   // host data
-  std::vector<unsigned char> lhs(s.lhs.num_bytes() + 1), rhs(s.rhs.num_bytes() + 1), out(out_spec.num_bytes() + 1);
+  std::vector<unsigned char> lhs(s.lhs.num_bytes() + 1), rhs(s.rhs.num_bytes() + 1), out(out_bytes + 1);
   fill_random(lhs.data(), s.lhs.dtype, s.lhs.num_elements(), seed * 2 + 1);
   fill_random(rhs.data(), s.rhs.dtype, s.rhs.num_elements(), seed * 2 + 2);
   // gathered: execute reads `table`; the oracle reads its rows gathered into `lhs` (zero rows where
@@ -138,7 +142,7 @@ CheckResult check_case(const Case& c, const PlanOptions& options, std::uint64_t 
       if (r >= 0 && r < c.lhs_table_rows) std::memcpy(&lhs[i * row_bytes], &table[std::size_t(r) * row_bytes], row_bytes);
     }
   }
-  poison(out.data(), out_spec.dtype, out_spec.num_elements());
+  poison(out.data(), out_spec.dtype, out_elements);
   std::vector<unsigned char> gs = encode_group_sizes(c);
   const std::int32_t offset = c.group_offset.value_or(0);
 
@@ -175,23 +179,23 @@ CheckResult check_case(const Case& c, const PlanOptions& options, std::uint64_t 
   args.rhs = {dr.ptr, s.rhs.num_bytes(), sp};
   args.group_sizes = {dg.ptr, s.group_sizes.num_bytes(), sp};
   if (c.group_offset) args.group_offset = {doff.ptr, 4, sp};
-  args.out = {dout.ptr, out_spec.num_bytes(), sp};
+  args.out = {dout.ptr, out_bytes, sp};
   args.workspace = {dws.ptr, plan->workspace_bytes(), sp};
   args.stream = mem.stream();
   st = plan->execute(args);
   if (st.is_ok()) st = mem.synchronize();
-  if (st.is_ok()) st = mem.download(out.data(), dout.ptr, out_spec.num_bytes());
+  if (st.is_ok()) st = mem.download(out.data(), dout.ptr, out_bytes);
   if (!st.is_ok()) {
     res.message = "execute failed: " + st.to_string();
     return res;
   }
   // determinism: the same inputs again, on a poisoned output, must give the same bytes
   if (repeats > 1) {
-    std::vector<unsigned char> first(out.begin(), out.begin() + std::ptrdiff_t(out_spec.num_bytes()));
+    std::vector<unsigned char> first(out.begin(), out.begin() + std::ptrdiff_t(out_bytes));
     std::vector<unsigned char> again(out.size());
-    poison(again.data(), out_spec.dtype, out_spec.num_elements());
+    poison(again.data(), out_spec.dtype, out_elements);
     for (int r = 1; r < repeats; ++r) {
-      st = mem.upload(dout.ptr, again.data(), out_spec.num_bytes());
+      st = mem.upload(dout.ptr, again.data(), out_bytes);
       if (st.is_ok()) st = plan->execute(args);
       if (st.is_ok()) st = mem.synchronize();
       std::vector<unsigned char> got(first.size());
@@ -210,11 +214,13 @@ CheckResult check_case(const Case& c, const PlanOptions& options, std::uint64_t 
   }
 
   // compare
-  const std::int64_t n = out_spec.num_elements();
+  const std::int64_t n = out_elements, half = c.swiglu ? out_spec.shape.back() / 2 : 0;
   double err2 = 0, ref2 = 0;
   std::int64_t bad_zero = -1, nan_at = -1;
   for (std::int64_t i = 0; i < n; ++i) {
-    const double r = ref->at(i);
+    const double r = c.swiglu ? cpu::swiglu_of_stored(ref->at(i / half * 2 * half + i % half),
+                                                      ref->at(i / half * 2 * half + half + i % half), out_spec.dtype)
+                              : ref->at(i);
     const double o = cpu::load_as_double(out.data(), out_spec.dtype, i);
     if (std::isnan(o)) {
       if (nan_at < 0) nan_at = i;

@@ -389,6 +389,49 @@ TEST(CudaBackend, HopperClusterPairsAlongMN) {
   check_cluster_pairs("cluster=4", "cluster4 ");
 }
 
+// The SwiGLU epilogue (PlanOptions::swiglu_epilogue) of the Hopper family against the oracle's
+// product through cpu::swiglu_of_stored: ffn (n / 2) a multiple of the half tile and not (gate
+// boxes past ffn), narrower than one half tile, decode-sized groups; every group pattern, both
+// 16-bit types, both tile widths and every kind of CTA cluster, and rows gathered through an
+// index. Three runs each, bitwise the same, and every case planned with the epilogue.
+TEST(CudaBackend, HopperSwigluEpilogue) {
+  REQUIRE_GPU();
+  if (!device_is_hopper()) GTEST_SKIP() << "the SwiGLU epilogue is the Hopper family's";
+  const Shape shapes[] = {{1000, 192, 2 * 200, 4}, {777, 136, 2 * 256, 3}, {300, 128, 2 * 64, 8}, {40, 256, 2 * 520, 6}};
+  workloads::SplitMix64 rng(61);
+  std::uint64_t seed = 13000;
+  int cases = 0, fused_plans = 0;
+  auto check = [&](verify::Case c, const char* spec) {
+    c.swiglu = true;
+    c.description += std::string(" swiglu ") + spec;
+    ++cases;
+    fused_plans += expect_cuda_pass(c, seed++, false, /*repeats=*/3).find("swiglu") != std::string::npos;
+  };
+  for (const char* spec : {"", "bn=128", "cluster=2", "cluster=2n", "cluster=4"}) {
+    ScopedVariant variant(spec);
+    const bool clusters = std::string(spec).rfind("cluster", 0) == 0;  // bf16 only: the tiles are the same
+    for (DType dt : clusters ? std::vector<DType>{DType::kBF16} : std::vector<DType>{DType::kBF16, DType::kF16}) {
+      for (const Shape& sh : shapes) {
+        for (GroupPattern pat : kPatterns) {
+          verify::Case c = mode1_case(sh, verify::make_group_sizes(pat, sh.g, sh.m, rng), dt, dt, false);
+          c.description += std::string(" ") + verify::group_pattern_name(pat);
+          check(c, spec);
+        }
+      }
+    }
+  }
+  // gathered rows and the epilogue together (the MoE layer's up projection reading x directly)
+  for (GroupPattern pat : kPatterns) {
+    const Shape sh{500, 128, 2 * 136, 4};
+    verify::Case c = mode1_case(sh, verify::make_group_sizes(pat, sh.g, sh.m, rng), DType::kBF16, DType::kBF16, false);
+    c.lhs_table_rows = 97;
+    for (std::int64_t i = 0; i < sh.m; ++i) c.lhs_rows.push_back(std::int32_t(rng.next() % 100));  // some past the table
+    c.description += std::string(" gathered ") + verify::group_pattern_name(pat);
+    check(c, "");
+  }
+  EXPECT_EQ(fused_plans, cases) << "a case was not planned with the SwiGLU epilogue";
+}
+
 // The weight-gradient form of the Hopper family (mode 2: lhs [k, m], rhs [k, n], out [g, m, n]),
 // where group boundaries fall inside k tiles: odd sizes, empty groups (zero blocks), one group
 // holding every row, a tail no group covers, every output dtype, a group offset. On Hopper every

@@ -194,6 +194,51 @@ TEST(CudaCodegen, PlannerPicksTensorCoresForMoeLayouts) {
   EXPECT_NE(std::find(all.begin(), all.end(), *v), all.end());
 }
 
+// The SwiGLU epilogue (PlanOptions::swiglu_epilogue) is the Hopper family's, for an [E, K, N]
+// rhs and 16-bit outputs; elsewhere the cuda backend says it cannot, so the planner moves on.
+TEST(CudaCodegen, SwigluEpilogueIsPlannedOnTheHopperFamilyOnly) {
+  core::GroupGemmProblem p;
+  p.mode = RaggedMode::kNonContracting;
+  p.lhs_dtype = p.rhs_dtype = p.out_dtype = DType::kBF16;
+  p.num_groups = p.computed_groups = 128;
+  p.m = p.ragged_extent = 32768, p.k = 2048, p.n = 1536;  // qwen3-30b-a3b's fused gate and up projection
+  p.lhs_m = 2048, p.lhs_k = 1;
+  p.rhs_g = 2048 * 1536, p.rhs_k = 1536, p.rhs_n = 1;  // [E, K, N]
+  p.out_m = 768, p.out_n = 1;                          // the planner's: out [M, N / 2]
+  p.swiglu_epilogue = true;
+  const DeviceTraits h{9, 0, 227 * 1024}, a100{8, 0, 163 * 1024};
+  auto v = choose_variant(p, h);
+  ASSERT_TRUE(v.ok()) << v.status().message();
+  EXPECT_EQ(v->family, KernelFamily::kWgmma);
+  EXPECT_TRUE(v->swiglu);
+  EXPECT_NE(v->name().find("swiglu"), std::string::npos) << v->name();
+  EXPECT_NE(generate_source(*v).find("kSwiglu = true"), std::string::npos);
+  const auto all = all_variants(h);
+  EXPECT_NE(std::find(all.begin(), all.end(), *v), all.end()) << v->name();
+  // tile widths whose halves are whole 64-column boxes only
+  EXPECT_TRUE(override_variant(*v, "bn=128", h).ok());
+  EXPECT_EQ(override_variant(*v, "bn=192", h).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(override_variant(*v, "bn=64", h).status().code(), StatusCode::kInvalidArgument);
+  auto pairs = override_variant(*v, "cluster=2", h);
+  ASSERT_TRUE(pairs.ok()) << pairs.status().message();
+  EXPECT_NE(std::find(all.begin(), all.end(), *pairs), all.end()) << pairs->name();
+  // not elsewhere: sm_80, an [E, N, K] rhs, f32 outputs
+  EXPECT_EQ(choose_variant(p, a100).status().code(), StatusCode::kUnsupported);
+  auto nk = p;
+  nk.rhs_k = 1, nk.rhs_n = 2048;
+  EXPECT_EQ(choose_variant(nk, h).status().code(), StatusCode::kUnsupported);
+  auto f32_out = p;
+  f32_out.out_dtype = DType::kF32;
+  EXPECT_EQ(choose_variant(f32_out, h).status().code(), StatusCode::kUnsupported);
+  // without the epilogue the same problem is the plain wgmma variant
+  auto plain = p;
+  plain.swiglu_epilogue = false;
+  plain.out_m = 1536;
+  v = choose_variant(plain, h);
+  ASSERT_TRUE(v.ok());
+  EXPECT_FALSE(v->swiglu);
+}
+
 // cuobjdump: $RAGDOT_CUOBJDUMP, the toolkit's, or the one of the PyPI wheel nvidia-cuda-cuobjdump.
 std::string find_cuobjdump() {
   std::vector<std::string> candidates;

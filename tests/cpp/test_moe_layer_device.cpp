@@ -297,6 +297,48 @@ TEST(DeviceMoeLayer, GatheredUpProjectionGivesTheBytesOfGatherFirst) {
   ASSERT_FALSE(a.y.empty());
 }
 
+// SwiGLU in the up projection's epilogue (DeviceMoeOptions::swiglu_in_up_gemm), alone and with
+// the rows read through the token index, against the SwiGLU kernel after the plain up projection:
+// the same products rounded the same way and the same silu expression, so the same bytes, forward
+// and backward (which runs the up projection again for the product it needs). On Hopper every
+// fused layer must really plan the epilogue.
+TEST(DeviceMoeLayer, SwigluInTheUpProjectionGivesTheBytesOfTheSwigluKernel) {
+  REQUIRE_GPU();
+  auto dev = cuda::device(0);
+  ASSERT_TRUE(dev.ok());
+  const bool hopper = (*dev)->traits.cc_major == 9;
+  for (const char* preset : {"qwen3-30b-a3b", "deepseek-v3"}) {
+    auto config = moe::preset_config(preset, 16);
+    ASSERT_TRUE(config.ok()) << config.status().to_string();
+    const std::int64_t tokens = 1024;
+    const LayerData data = make_data(*config, tokens, 79);
+    auto plain = moe::DeviceMoeLayer::create(*config, tokens);
+    ASSERT_TRUE(plain.ok()) << plain.status().to_string();
+    DeviceLayerData d(data);
+    ASSERT_TRUE(run_device_layer(*plain, d).is_ok());
+    const LayerResult want = d.results(*plain);
+    ASSERT_FALSE(want.y.empty());
+    for (bool gathering : {false, true}) {
+      moe::DeviceMoeOptions options;
+      options.swiglu_in_up_gemm = true;
+      options.gather_in_up_gemm = gathering;
+      auto fused = moe::DeviceMoeLayer::create(*config, tokens, options);
+      ASSERT_TRUE(fused.ok()) << fused.status().to_string();
+      const std::string what = std::string(preset) + (gathering ? " with gathered rows" : "");
+      if (hopper) EXPECT_NE(fused->describe().find("swiglu"), std::string::npos) << what << "\n" << fused->describe();
+      ASSERT_TRUE(run_device_layer(*fused, d).is_ok()) << what;
+      const LayerResult got = d.results(*fused);
+      EXPECT_EQ(got.group_sizes, want.group_sizes) << what;
+      EXPECT_TRUE(got.y == want.y) << what;
+      EXPECT_TRUE(got.d_x == want.d_x) << what;
+      EXPECT_TRUE(got.d_router == want.d_router) << what;
+      EXPECT_TRUE(got.d_w_up == want.d_w_up) << what;
+      EXPECT_TRUE(got.d_w_down == want.d_w_down) << what;
+      EXPECT_TRUE(got.d_s_up == want.d_s_up) << what;
+    }
+  }
+}
+
 TEST(DeviceMoeLayer, GraphCaptureReplaysWithNewInputs) {
   REQUIRE_GPU();
   auto config = moe::preset_config("deepseek-v3", 16);

@@ -54,6 +54,7 @@ CommandHelp layer_help() {
       {"json", "FILE", "GPU: write the report as JSON"},
       {"no-baseline", "", "do not run the padded baselines"},
       {"fused-gather", "", "GPU: the up projection reads x through the sort's index instead of after\nthe gather kernel (where the cuda backend can; DeviceMoeOptions::gather_in_up_gemm)"},
+      {"fused-swiglu", "", "GPU: the up projection applies SwiGLU in its epilogue instead of a SwiGLU\nkernel after it (where the cuda backend can; DeviceMoeOptions::swiglu_in_up_gemm)"},
   };
   h.examples =
       "  ragdot layer\n"
@@ -117,14 +118,15 @@ int command_layer(const std::vector<std::string>& args) {
     if (o.has("warmup")) rq.warmup = int(parse_integer(*o.get("warmup"), "warmup", 0, 1000));
     rq.baselines = !o.has("no-baseline");
     rq.fused_gather = o.has("fused-gather");
+    rq.fused_swiglu = o.has("fused-swiglu");
     if (auto v = o.get("json")) {
       if (v->empty()) throw UsageError("--json needs a file name");
       rq.json_path = *v;
     }
     return run_gpu_layer(rq);
   }
-  if (o.has("json") || o.has("warmup") || o.has("fused-gather")) {
-    throw UsageError("--json, --warmup and --fused-gather go with --backend cuda");
+  if (o.has("json") || o.has("warmup") || o.has("fused-gather") || o.has("fused-swiglu")) {
+    throw UsageError("--json, --warmup, --fused-gather and --fused-swiglu go with --backend cuda");
   }
 
   auto config = moe::preset_config(preset.name, shrink);

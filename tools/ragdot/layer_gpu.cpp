@@ -306,8 +306,11 @@ int run_gpu_layer(const GpuLayerRequest& rq) {
   std::vector<PathResult> paths;
   moe::DeviceMoeOptions ours_options;
   ours_options.gather_in_up_gemm = rq.fused_gather;
-  paths.push_back(run_path(rq.fused_gather ? "ragdot (cuda), gather fused into the up projection" : "ragdot (cuda)",
-                           ours_options, c, rq, *tensors, *mem, rq.baselines));
+  ours_options.swiglu_in_up_gemm = rq.fused_swiglu;
+  std::string ours_name = "ragdot (cuda)";
+  if (rq.fused_gather) ours_name += ", gather fused into the up projection";
+  if (rq.fused_swiglu) ours_name += ", SwiGLU fused into the up projection";
+  paths.push_back(run_path(ours_name, ours_options, c, rq, *tensors, *mem, rq.baselines));
   if (!paths[0].error.empty()) {
     std::fprintf(stderr, "ragdot layer: error: %s\n", paths[0].error.c_str());
     return kExitFailure;
@@ -332,6 +335,14 @@ int run_gpu_layer(const GpuLayerRequest& rq) {
       moe::DeviceMoeOptions fused;
       fused.gather_in_up_gemm = true;
       paths.push_back(run_path("ragdot (cuda), gather fused into the up projection", fused, c, rq, *tensors, *mem,
+                               false));
+    }
+    // and with SwiGLU in the up projection's epilogue (forward: no [T k, 2F] product written and
+    // read back; backward runs the up projection again)
+    if (!rq.fused_swiglu) {
+      moe::DeviceMoeOptions fused;
+      fused.swiglu_in_up_gemm = true;
+      paths.push_back(run_path("ragdot (cuda), SwiGLU fused into the up projection", fused, c, rq, *tensors, *mem,
                                false));
     }
     if (paths[1].error.empty()) {

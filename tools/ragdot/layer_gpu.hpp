@@ -21,6 +21,7 @@ struct GpuLayerRequest {
   int warmup = 2;
   bool baselines = true;
   bool fused_gather = false;  // DeviceMoeOptions::gather_in_up_gemm for ragdot's own path
+  bool fused_swiglu = false;  // DeviceMoeOptions::swiglu_in_up_gemm for ragdot's own path
   std::optional<std::string> json_path;
 };
 

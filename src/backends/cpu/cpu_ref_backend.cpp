@@ -1,6 +1,7 @@
 // cpu_ref: the oracle as a backend. Obviously correct, float64 accumulation, slow by design.
 // Gathered lhs rows (PlanOptions::lhs_gather_rows) are copied into a dense lhs first, so the
-// evaluator itself never sees the index.
+// evaluator itself never sees the index. The SwiGLU epilogue (PlanOptions::swiglu_epilogue) reads
+// the evaluator's gate and up columns, each rounded to the output dtype, as a stored product is.
 #include <cstring>
 #include <optional>
 #include <vector>
@@ -14,7 +15,8 @@ namespace {
 
 class CpuRefPlan final : public detail::BackendPlan {
  public:
-  CpuRefPlan(const RaggedDot& op, std::optional<std::int64_t> gather_rows) : op_(op), gather_rows_(gather_rows) {
+  CpuRefPlan(const RaggedDot& op, std::optional<std::int64_t> gather_rows, bool swiglu)
+      : op_(op), gather_rows_(gather_rows), swiglu_(swiglu) {
     variant = "float64-loops";
     memory_space = MemorySpace::kHost;
     graph_safe = false;
@@ -38,14 +40,27 @@ class CpuRefPlan final : public detail::BackendPlan {
     }
     auto ev = cpu::ReferenceEvaluator::create(op_, lhs, a.rhs.data, a.group_sizes.data, a.group_offset.data);
     if (!ev.ok()) return ev.status();
+    const DType out = op_.out().dtype;
+    if (swiglu_) {
+      // out [M, N] row-major (the planner's rule): act[r, c] from gate [r, c] and up [r, N / 2 + c]
+      const std::int64_t rows = op_.out().shape[0], half = op_.out().shape[1] / 2;
+      for (std::int64_t r = 0; r < rows; ++r) {
+        for (std::int64_t c = 0; c < half; ++c) {
+          const float act = cpu::swiglu_of_stored(ev->at(r * 2 * half + c), ev->at(r * 2 * half + half + c), out);
+          cpu::store_from_double(a.out.data, out, r * half + c, act);
+        }
+      }
+      return Status::ok();
+    }
     const std::int64_t n = op_.out().num_elements();
-    for (std::int64_t i = 0; i < n; ++i) cpu::store_from_double(a.out.data, op_.out().dtype, i, ev->at(i));
+    for (std::int64_t i = 0; i < n; ++i) cpu::store_from_double(a.out.data, out, i, ev->at(i));
     return Status::ok();
   }
 
  private:
   RaggedDot op_;
   std::optional<std::int64_t> gather_rows_;
+  bool swiglu_;
 };
 
 class CpuRefBackend final : public Backend {
@@ -55,8 +70,10 @@ class CpuRefBackend final : public Backend {
   Status available() const override { return Status::ok(); }
   std::string describe() const override { return "reference loops, float64 accumulation"; }
   bool gathers_lhs_rows() const override { return true; }
+  bool fuses_swiglu() const override { return true; }
   Result<std::unique_ptr<detail::BackendPlan>> plan(const PlanRequest& r) const override {
-    return std::unique_ptr<detail::BackendPlan>(new CpuRefPlan(r.op, r.problem.lhs_gather_rows));
+    return std::unique_ptr<detail::BackendPlan>(
+        new CpuRefPlan(r.op, r.problem.lhs_gather_rows, r.problem.swiglu_epilogue));
   }
 };
 

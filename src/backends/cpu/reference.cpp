@@ -1,5 +1,6 @@
 #include "backends/cpu/reference.hpp"
 
+#include <cmath>
 #include <cstring>
 
 #include "core/dims.hpp"
@@ -55,6 +56,16 @@ void store_from_double(void* base, DType dtype, std::int64_t index, double v) {
     case DType::kF64: std::memcpy(p + index * 8, &v, 8); break;
     default: break;
   }
+}
+
+float swiglu_of_stored(double gate, double up, DType dtype) {
+  double scratch = 0;  // room for one element of any float dtype, to round through
+  const auto as_stored = [&](double v) {
+    store_from_double(&scratch, dtype, 0, v);
+    return float(load_as_double(&scratch, dtype, 0));
+  };
+  const float g = as_stored(gate), u = as_stored(up);
+  return g / (1.0f + std::exp(-g)) * u;
 }
 
 Result<ReferenceEvaluator> ReferenceEvaluator::create(const RaggedDot& op, const void* lhs, const void* rhs,

@@ -44,4 +44,8 @@ double load_as_double(const void* base, DType dtype, std::int64_t index);
 // Writes a double to one element, rounding through f32 for 16-bit types.
 void store_from_double(void* base, DType dtype, std::int64_t index, double v);
 
+// The SwiGLU epilogue (PlanOptions::swiglu_epilogue) of one gate and up value of a product, each
+// first rounded to `dtype` as a stored product would be: silu(gate) * up in f32.
+float swiglu_of_stored(double gate, double up, DType dtype);
+
 }  // namespace ragdot::cpu

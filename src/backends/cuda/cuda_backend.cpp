@@ -265,6 +265,7 @@ class CudaBackend final : public Backend {
   std::string_view name() const override { return "cuda"; }
   MemorySpace memory_space() const override { return MemorySpace::kDevice; }
   bool gathers_lhs_rows() const override { return true; }  // choose_variant says where it cannot
+  bool fuses_swiglu() const override { return true; }      // the same
   Status available() const override {
     std::string why;
     if (cuda::device_count(&why) == 0) return unavailable(why);

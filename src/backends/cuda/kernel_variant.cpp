@@ -150,7 +150,7 @@ std::string KernelVariant::name() const {
   else if (family == KernelFamily::kWgmma)
     s << " tma s" << stages << (gather_a ? " gatherA" : "")
       << (cluster > 1 ? " cluster" + std::to_string(cluster) + (cluster == 2 && cluster_along_n ? "n" : "") : "")
-      << (tma_store ? " tmastore" : "");
+      << (tma_store ? " tmastore" : "") << (swiglu ? " swiglu" : "");
   else s << " t" << tm << 'x' << tn;
   return s.str();
 }
@@ -167,6 +167,7 @@ std::string generate_source(const KernelVariant& v) {
       << "  static constexpr int kCluster = " << v.cluster << ";\n"
       << "  static constexpr bool kClusterAlongN = " << (v.cluster_along_n ? "true" : "false") << ";\n"
       << "  static constexpr bool kTmaStore = " << (v.tma_store ? "true" : "false") << ";\n"
+      << "  static constexpr bool kSwiglu = " << (v.swiglu ? "true" : "false") << ";\n"
       << "  typedef ragdot::" << type_tag(v.lhs) << " In;\n"
       << "  typedef ragdot::" << type_tag(v.out) << " Out;\n"
       << "};\n\n"
@@ -273,6 +274,16 @@ Result<KernelVariant> choose_variant(const core::GroupGemmProblem& p, const Devi
   const bool gather = p.lhs_gather_rows.has_value();
   // an empty table makes every row zero, and may be a null pointer: the caller's to skip
   if (gather && *p.lhs_gather_rows < 1) return unsupported("gathered lhs rows from an empty table");
+  if (p.swiglu_epilogue) {
+    // only the Hopper family has the epilogue: its tile loads gate and up boxes of an [G, K, N] rhs
+    if (!(mma && wgmma_mode1 && is_hopper(d) && p.is_single_batch() && !b_k && is_16bit_float(p.out_dtype)))
+      return unsupported("the SwiGLU epilogue needs the Hopper wgmma family (sm_90a, 16-bit inputs and outputs, "
+                         "rhs [G, K, N], N / 2 a multiple of 8)");
+    KernelVariant v = wgmma_variant(mode, p.lhs_dtype, p.out_dtype, b_k, p.n >= 256 ? 256 : 128, d, gather);
+    v.swiglu = true;
+    if (v.stages >= 2) return v;
+    return unsupported("the SwiGLU epilogue's tile does not fit in shared memory");
+  }
   if (mma && (wgmma_mode1 || mode == 2) && is_hopper(d) && p.is_single_batch()) {
     KernelVariant v = wgmma_variant(mode, p.lhs_dtype, p.out_dtype, b_k, p.n >= 256 ? 256 : 128, d, gather);
     if (v.stages >= 2) return v;
@@ -350,6 +361,10 @@ Result<KernelVariant> override_variant(const KernelVariant& v, const VariantSpec
     out.stages = wgmma_stages(out.bn, d, out.tma_store);
   }
   if (spec.bn && out.family == KernelFamily::kWgmma) {
+    if (out.swiglu && *spec.bn % 128 != 0)
+      return invalid_argument("RAGDOT_CUDA_VARIANT: bn " + std::to_string(*spec.bn) +
+                              " with the SwiGLU epilogue, whose tile is half gate and half up boxes of 64 columns "
+                              "(use 128 or 256)");
     out.bn = *spec.bn;
     out.stages = wgmma_stages(out.bn, d, out.tma_store);
   }
@@ -411,6 +426,17 @@ std::vector<KernelVariant> all_variants(const DeviceTraits& d) {
               v.stages = wgmma_stages(bn, d, true);
               out.push_back(v);
             }
+            // the SwiGLU epilogue (PlanOptions::swiglu_epilogue), with and without gathered rows
+            if (o != DType::kF32)
+              for (bool gather : {false, true}) {
+                KernelVariant v = wgmma_variant(1, in, o, false, bn, d, gather);
+                v.swiglu = true;
+                out.push_back(v);
+                if (!gather) {  // and in CTA pairs along m, which split the tile's gate and up boxes
+                  v.cluster = 2;
+                  out.push_back(v);
+                }
+              }
             // CTA clusters sharing B, A or both (RAGDOT_CUDA_VARIANT=cluster=2, 2n or 4)
             for (int kind = 0; kind < 3; ++kind)
               for (KernelVariant v : {wgmma_variant(1, in, o, true, bn, d), wgmma_variant(1, in, o, false, bn, d),

@@ -32,6 +32,7 @@ struct KernelVariant {
   int cluster = 1;               // wgmma: CTAs sharing operands through TMA multicast: 2 = a pair
   bool cluster_along_n = false;  //   along m (B shared) or, with this, along n (A shared); 4 = 2 x 2
   bool tma_store = false;        // wgmma mode 2, 16-bit out: epilogue through shared memory and TMA stores
+  bool swiglu = false;           // wgmma mode 1: out = silu(gate) * up of the product's halves
 
   int threads() const;
   bool pairs_along_m() const { return cluster == 4 || (cluster == 2 && !cluster_along_n); }  // B shared
