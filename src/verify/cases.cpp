@@ -271,4 +271,26 @@ Result<Case> shaped_case(int mode, std::int64_t m, std::int64_t k, std::int64_t 
   return c;
 }
 
+std::vector<Case> empty_dimension_cases(DType dtype) {
+  const struct {
+    int mode;
+    std::int64_t m, k, n;
+    std::vector<std::int64_t> gs;
+    const char* what;
+  } forms[] = {{1, 0, 64, 128, {0, 0, 0}, "no rows"},
+               {1, 100, 0, 128, {40, 0, 60}, "empty contraction: zeros"},
+               {1, 100, 64, 0, {40, 0, 60}, "no columns"},
+               {2, 64, 0, 128, {0, 0, 0}, "no token rows: zeros"},
+               {2, 0, 100, 128, {40, 0, 60}, "no rows of the weight gradient"},
+               {2, 64, 100, 0, {40, 0, 60}, "no columns of the weight gradient"}};
+  std::vector<Case> out;
+  for (const auto& f : forms) {
+    auto c = shaped_case(f.mode, f.m, f.k, f.n, f.gs, dtype);
+    if (!c.ok()) continue;  // (every form is valid; the tests count them)
+    c->description += std::string(" (") + f.what + ")";
+    out.push_back(std::move(*c));
+  }
+  return out;
+}
+
 }  // namespace ragdot::verify

@@ -389,6 +389,19 @@ TEST(CudaBackend, HopperClusterPairsAlongMN) {
   check_cluster_pairs("cluster=4", "cluster4 ");
 }
 
+// An empty dimension (no rows, no columns, an empty contraction) in modes 1 and 2: zeros or
+// nothing, never an error (the Hopper family's tensor maps cannot describe an empty operand, so
+// such plans do not launch it), on every family.
+TEST(CudaBackend, EmptyDimensionsGiveZerosOrNothing) {
+  REQUIRE_GPU();
+  std::uint64_t seed = 14000;
+  for (DType dt : {DType::kBF16, DType::kF16, DType::kF32}) {
+    const auto cases = verify::empty_dimension_cases(dt);
+    ASSERT_EQ(cases.size(), 6u);
+    for (const verify::Case& c : cases) expect_cuda_pass(c, seed++);
+  }
+}
+
 // The SwiGLU epilogue (PlanOptions::swiglu_epilogue) of the Hopper family against the oracle's
 // product through cpu::swiglu_of_stored: ffn (n / 2) a multiple of the half tile and not (gate
 // boxes past ffn), narrower than one half tile, decode-sized groups; every group pattern, both

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "ragdot/plan.hpp"
+#include "verify/check.hpp"
 
 namespace ragdot {
 namespace {
@@ -216,6 +217,24 @@ TEST(Plan, EnvironmentPicksBackend) {
   unsetenv("RAGDOT_BACKEND");
   ASSERT_TRUE(p.ok());
   EXPECT_EQ(p->backend(), "cpu_ref");
+}
+
+// An empty dimension is not bad input: no rows or columns give an empty output, an empty
+// contraction gives zeros (the check poisons the output first and wants exact zeros).
+TEST(EmptyDimensions, HostBackendsGiveZerosOrNothing) {
+  std::uint64_t seed = 1;
+  for (DType dt : {DType::kF32, DType::kBF16}) {
+    const auto cases = verify::empty_dimension_cases(dt);
+    ASSERT_EQ(cases.size(), 6u);
+    for (const verify::Case& c : cases) {
+      for (const char* backend : {"cpu_ref", "cpu", "padded"}) {
+        PlanOptions po;
+        po.backend = backend;
+        const auto r = verify::check_case(c, po, seed++);
+        EXPECT_TRUE(r.passed) << backend << " " << c.description << ": " << r.message << "\n  " << r.plan;
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -174,6 +174,17 @@ class CudaPlan final : public detail::BackendPlan {
         return invalid_argument("group_offset: out of range [0, " +
                                 std::to_string(params_.num_groups - params_.computed_groups) + "]");
     }
+    // An empty dimension: nothing to multiply. With k = 0 the output is all zeros (zero bits are
+    // +0 in every float dtype); with m, n or a batch dim of 0 there is no output. The kernels are
+    // not launched: the Hopper family's tensor maps cannot describe an empty operand.
+    if (problem_.m == 0 || problem_.n == 0 || problem_.k == 0 || problem_.outer_count() == 0) {
+      const std::size_t out_bytes = std::size_t(problem_.out_elements) * dtype_size(problem_.out_dtype);
+      if (out_bytes > 0) {
+        RAGDOT_CU_RETURN_IF_ERROR(d->cuMemsetD8Async(reinterpret_cast<CUdeviceptr>(a.out.data), 0, out_bytes, stream),
+                                  "cuMemsetD8Async (the output of an empty product)");
+      }
+      return Status::ok();
+    }
     if (lhs_copy_) RAGDOT_RETURN_IF_ERROR(copy_operand(*lhs_copy_, a.lhs.data, a.workspace.data, stream, &k.lhs));
     if (rhs_copy_) RAGDOT_RETURN_IF_ERROR(copy_operand(*rhs_copy_, a.rhs.data, a.workspace.data, stream, &k.rhs));
     if (tile_counter_offset_) {

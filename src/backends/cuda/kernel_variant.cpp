@@ -446,6 +446,25 @@ std::vector<KernelVariant> all_variants(const DeviceTraits& d) {
                 out.push_back(v);
               }
           }
+    if (is_hopper(d)) {
+      // combinations the override accepts (bf16 stands for both 16-bit types): CTA clusters with
+      // the TMA-store epilogue, and pairs along n at the tile widths the list above leaves out
+      for (int kind = 0; kind < 3; ++kind)
+        for (int bn : {128, 256}) {
+          KernelVariant v = wgmma_variant(2, DType::kBF16, DType::kBF16, false, bn, d);
+          v.tma_store = true;
+          v.stages = wgmma_stages(bn, d, true);
+          v.cluster = kind == 2 ? 4 : 2;
+          v.cluster_along_n = kind == 1;
+          out.push_back(v);
+        }
+      for (int bn : {64, 192}) {
+        KernelVariant v = wgmma_variant(1, DType::kBF16, DType::kBF16, false, bn, d);
+        v.cluster = 2;
+        v.cluster_along_n = true;
+        out.push_back(v);
+      }
+    }
     out.erase(std::remove_if(out.begin(), out.end(), [](const KernelVariant& v) { return v.stages < 2; }), out.end());
   }
   for (int mode = 1; mode <= 3; ++mode)
