@@ -59,8 +59,12 @@ def build(layers, peers):
         for p in rep["paths"][1:]:
             if "gather fused" in p["name"]:
                 key = "fused_gather"
+            elif "SwiGLU and combine fused" in p["name"]:
+                key = "fused_both"
             elif "SwiGLU fused" in p["name"]:
                 key = "fused_swiglu"
+            elif "combine fused" in p["name"]:
+                key = "fused_combine"
             else:
                 key = "padded_dropless" if "dropless" in p["name"] else "padded_capacity"
             row[key] = p
@@ -110,11 +114,12 @@ def markdown(rows, checks, commit):
              "| preset | tokens | ragdot fwd | ragdot fwd+bwd | torch fwd | torch fwd+bwd | jax fwd | jax fwd+bwd "
              "| torch/ragdot fwd | jax/ragdot fwd | torch/ragdot fwd+bwd | jax/ragdot fwd+bwd | padded dropless fwd "
              "| padded cf fwd (dropped) | fused-gather fwd (perm. share) | fused-SwiGLU fwd (perm. share) "
+             "| fused-combine fwd (perm. share) | SwiGLU + combine fused fwd (perm. share) "
              "| perm. share fwd | perm. share fwd+bwd | gather / copy | combine / copy |",
-             "|" + "---|" * 20]
+             "|" + "---|" * 22]
     for r in rows:
         if "ragdot" not in r:
-            lines.append(f"| {r.get('preset')} | {r.get('tokens')} | error: {r.get('error')} |" + " |" * 18)
+            lines.append(f"| {r.get('preset')} | {r.get('tokens')} | error: {r.get('error')} |" + " |" * 20)
             continue
         o = r["ragdot"]
         dl, cf = r.get("padded_dropless") or {}, r.get("padded_capacity") or {}
@@ -123,9 +128,12 @@ def markdown(rows, checks, commit):
         gf = r.get("fused_gather") or {}
         gf_cell = (f"{fmt(gf.get('forward_ms'))} ({fmt(gf.get('permutation_share_forward'), '.1%')})"
                    if "forward_ms" in gf else (gf.get("error") or "-"))
-        sf = r.get("fused_swiglu") or {}
-        sf_cell = (f"{fmt(sf.get('forward_ms'))} ({fmt(sf.get('permutation_share_forward'), '.1%')})"
-                   if "forward_ms" in sf else (sf.get("error") or "-"))
+        def fused_cell(key):
+            f = r.get(key) or {}
+            return (f"{fmt(f.get('forward_ms'))} ({fmt(f.get('permutation_share_forward'), '.1%')})"
+                    if "forward_ms" in f else (f.get("error") or "-"))
+        sf_cell = fused_cell("fused_swiglu")
+        cf2_cell, both_cell = fused_cell("fused_combine"), fused_cell("fused_both")
         lines.append(
             f"| {r['preset']} | {r['tokens']} | {fmt(o.get('forward_ms'))} | {fmt(o.get('forward_backward_ms'))} "
             f"| {peer_cell(r.get('torch'), 'forward_ms')} | {peer_cell(r.get('torch'), 'forward_backward_ms')} "
@@ -133,7 +141,7 @@ def markdown(rows, checks, commit):
             f"| {fmt(r.get('torch_over_ragdot_forward'), '.2f')} | {fmt(r.get('jax_over_ragdot_forward'), '.2f')} "
             f"| {fmt(r.get('torch_over_ragdot_forward_backward'), '.2f')} "
             f"| {fmt(r.get('jax_over_ragdot_forward_backward'), '.2f')} "
-            f"| {fmt(dl.get('forward_ms')) if 'forward_ms' in dl else (dl.get('error') or '-')} | {cf_cell} | {gf_cell} | {sf_cell} "
+            f"| {fmt(dl.get('forward_ms')) if 'forward_ms' in dl else (dl.get('error') or '-')} | {cf_cell} | {gf_cell} | {sf_cell} | {cf2_cell} | {both_cell} "
             f"| {fmt(o.get('permutation_share_forward'), '.1%')} "
             f"| {fmt(o.get('permutation_share_forward_backward'), '.1%')} "
             f"| {fmt(o.get('gather_over_copy'), '.2f')} | {fmt(o.get('combine_over_copy'), '.2f')} |")

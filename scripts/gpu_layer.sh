@@ -24,8 +24,10 @@
 # --sanitizer adds compute-sanitizer memcheck on the smallest layer test. --variant runs each case
 # again (ragdot's path only) under each ';'-separated RAGDOT_CUDA_VARIANT override, in the same
 # run, and tabulates forward, forward + backward and the permutation share against the default; a
-# spec of RAGDOT_NAME=VALUE assignments (space-separated) sets those variables instead, e.g.
-# --variant "RAGDOT_MOE_SORT=one_block RAGDOT_MOE_GATHER=warps;cluster=2". Uses the programs in
+# spec is space-separated words: RAGDOT_NAME=VALUE sets that variable, --option is passed to
+# ragdot layer (--fused-swiglu, --fused-combine, --fused-gather), any other word is a
+# RAGDOT_CUDA_VARIANT spec, e.g. --variant "cluster=2;RAGDOT_MOE_SORT=one_block RAGDOT_MOE_GATHER=warps
+# --fused-swiglu --fused-combine". Uses the programs in
 # .devbin/ (scripts/gpu_bundle.sh) when they run here, else builds them.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
@@ -120,13 +122,19 @@ if [ -n "$variants" ]; then
     for c in $cases; do
       preset=${c%%:*} tokens=${c##*:}
       f="$OUT/layer_${preset}_${tokens}_${tag}.json"
-      # "RAGDOT_A=x RAGDOT_B=y" sets those variables; anything else is a RAGDOT_CUDA_VARIANT spec
-      case $spec in
-        RAGDOT_*=*) read -ra assignments <<< "$spec" ;;
-        *) assignments=("RAGDOT_CUDA_VARIANT=$spec") ;;
-      esac
+      # each word of a spec: RAGDOT_NAME=VALUE sets that variable, --option goes to ragdot layer
+      # (--fused-swiglu, --fused-combine, --fused-gather), anything else is a RAGDOT_CUDA_VARIANT spec
+      assignments=() options=()
+      read -ra words <<< "$spec"
+      for w in "${words[@]}"; do
+        case $w in
+          RAGDOT_*=*) assignments+=("$w") ;;
+          --*) options+=("$w") ;;
+          *) assignments+=("RAGDOT_CUDA_VARIANT=$w") ;;
+        esac
+      done
       env "${assignments[@]}" timeout 120 "$BIN/ragdot" layer --backend cuda --model "$preset" --tokens "$tokens" \
-        --reps $reps --no-baseline --json "$f" >> "$OUT/layer_runs.txt" 2>&1
+        --reps $reps --no-baseline "${options[@]}" --json "$f" >> "$OUT/layer_runs.txt" 2>&1
       echo "ragdot layer $preset $tokens under $spec exit $? ($(elapsed))" | tee -a "$LOG" >> "$OUT/layer_runs.txt"
       variant_args+=(--variant "$spec=$f")
     done

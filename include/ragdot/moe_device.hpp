@@ -79,6 +79,15 @@ struct DeviceMoeOptions {
   // values bit for bit. backward() needs the product: it runs the up projection again first (one
   // more ragged dot), so this is for inference, where forward runs alone.
   bool swiglu_in_up_gemm = false;
+  // The routed down projection adds each expert row, times its combine weight, into its token's
+  // output itself (PlanOptions::out_scatter_rows: f32 vector reductions into a [T, H] f32 sum)
+  // where the cuda backend can (Hopper, not with expert parallelism), and a last kernel rounds the
+  // sums (plus the shared experts' output) to the output: the [T k, H] expert rows are neither
+  // written nor read back by the combine kernel. The sums' order is not fixed, so y may differ
+  // from the default combine's (and from run to run) in the last bit of a few elements.
+  // backward() needs the expert rows: it runs the down projection again first (one more ragged
+  // dot), so this is for inference, where forward runs alone.
+  bool combine_in_down_gemm = false;
   // Expert parallelism (ragdot/ep_transport.hpp): this process's rank of a communicator whose GPU
   // is `device`, one process per GPU. The routed experts are split evenly over the ranks, rank r
   // holding experts [r E / W, (r + 1) E / W) of W ranks: DeviceMoeParams::w_up and w_down then hold

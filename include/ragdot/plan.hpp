@@ -60,6 +60,17 @@ struct PlanOptions {
   // Backends that cannot do it do not take such plans (the cuda backend on Hopper with 16-bit
   // outputs and an [G, K, N] rhs, cpu_ref anywhere).
   bool swiglu_epilogue = false;
+  // Scatter-add of the output rows (mode 1, lhs [M, K], out [M, N] row-major): execute's out is
+  // then a float32 table [R, N] with R = this value, ExecuteArgs::out_rows an int32[M] index and
+  // ExecuteArgs::row_scales a float32[M]. Row i of the product, rounded to the op's output dtype
+  // (as a stored product would be), times row_scales[i], is added in f32 to table row
+  // out_rows[i]; an index outside [0, R) drops the row. The table is not cleared first: the plan
+  // accumulates into what it holds. The additions' order is not fixed (the cuda backend adds with
+  // atomics, several rows into one table row), so the f32 roundoff may differ from run to run. An
+  // MoE layer's down projection then adds each expert row, times its combine weight, into its
+  // token's output, instead of writing the [T k, H] rows for a combine kernel to read back.
+  // Backends that cannot do it do not take such plans (cuda on Hopper, cpu_ref anywhere).
+  std::optional<std::int64_t> out_scatter_rows;
 };
 
 // Filled by execute when the caller asks for it (host-side backends fill it completely).
@@ -78,6 +89,8 @@ struct ExecuteArgs {
   ConstBuffer group_sizes;
   ConstBuffer group_offset;  // int32[1]; only when the op has a GroupOffset
   ConstBuffer lhs_rows;      // int32[M]; only when planned with PlanOptions::lhs_gather_rows
+  ConstBuffer out_rows;      // int32[M]; only when planned with PlanOptions::out_scatter_rows
+  ConstBuffer row_scales;    // float32[M]; the same
   MutableBuffer out;
   MutableBuffer workspace;   // at least Plan::workspace_bytes(); may be empty when that is 0
   void* stream = nullptr;    // CUstream for device backends; ignored by host backends

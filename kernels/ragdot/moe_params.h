@@ -20,6 +20,8 @@ typedef struct RagdotMoeSortParams {
   int* pair_of;            /* [pairs] pair of each sorted row */
   int* token_of;           /* [pairs] token of each sorted row (pair / top_k), or null */
   int top_k;               /* pairs per token, for token_of */
+  const float* pair_weights; /* [pairs] combine weight of each pair, or null */
+  float* weight_of;        /* [pairs] combine weight of each sorted row (0 past the valid rows), or null */
   int* bad_experts;        /* count of pairs whose expert is out of range (they are given no row) */
 } RagdotMoeSortParams;
 
@@ -38,6 +40,7 @@ typedef struct RagdotMoeRowsParams {
   long long tokens;
   int accumulate;          /* combine: add to y (the shared experts' output) instead of overwriting */
   const void* addend;      /* combine: [tokens, hidden] added to every token's sum, or null */
+  const float* acc;        /* finish_combine: [tokens, hidden] f32 sums of the token's weighted rows */
 } RagdotMoeRowsParams;
 
 /* Router kinds, as ragdot::workloads::RouterKind numbers them. */

@@ -16,11 +16,15 @@
 //                       together (more bytes in flight than one 16-byte piece per thread)
 //   ragdot_moe_combine  y[t] = (y[t] if accumulating) + addend[t] (if given)
 //                       + sum_j weights[t, j] * rows[row_of[t, j]], in f32, in slot order
+//   ragdot_moe_finish_combine  y[t] = acc[t] + addend[t] (if given): the end of a combine whose
+//                       weighted rows an expert GEMM added into acc (f32) itself
 //
 // Pairs whose expert is out of range get no row (row_of = -1) and are counted in bad_experts;
 // rows past the valid ones (pair_of = -1, set by the caller) are gathered as zeros. The scatter
 // can also write each sorted row's token (token_of, -1 past the valid rows): the index through
-// which an expert GEMM reads its rows straight from the tokens (PlanOptions::lhs_gather_rows).
+// which an expert GEMM reads its rows straight from the tokens (PlanOptions::lhs_gather_rows),
+// or adds them into their tokens' outputs (PlanOptions::out_scatter_rows), with each row's
+// combine weight (weight_of, 0 past the valid rows) as its factor.
 #pragma once
 
 #include "ragdot/common.cuh"
@@ -33,7 +37,7 @@ __device__ __forceinline__ bool moe_expert_ok(int e, int num_experts) { return e
 
 // One step of a warp's walk through its pairs in order: lane's pair `pair` (if `in`) has expert
 // e (-1: out of range, or no pair). Lanes with the same expert take consecutive rows from
-// next[e], in lane order; the step writes row_of, pair_of and token_of.
+// next[e], in lane order; the step writes row_of, pair_of, token_of and weight_of.
 __device__ __forceinline__ void moe_rank_step(const RagdotMoeSortParams& p, int* next, long long pair, bool in, int e,
                                               int lane) {
   const unsigned same = __match_any_sync(0xffffffffu, e);
@@ -50,6 +54,7 @@ __device__ __forceinline__ void moe_rank_step(const RagdotMoeSortParams& p, int*
     if (row >= 0) {
       p.pair_of[row] = (int)pair;
       if (p.token_of) p.token_of[row] = (int)(pair / p.top_k);
+      if (p.weight_of) p.weight_of[row] = p.pair_weights[pair];
     }
   }
   __syncwarp();  // next[] as this step left it, before the next step's leaders read it
@@ -217,6 +222,7 @@ extern "C" __global__ void __launch_bounds__(1024) ragdot_moe_sort_one_block(con
   for (long long r = valid + threadIdx.x; r < p.pairs; r += blockDim.x) {
     p.pair_of[r] = -1;
     if (p.token_of) p.token_of[r] = -1;
+    if (p.weight_of) p.weight_of[r] = 0.0f;
   }
 }
 
@@ -437,4 +443,35 @@ extern "C" __global__ void __launch_bounds__(256) ragdot_moe_combine(const Ragdo
       ragdot::moe_combine_token<ragdot::F32>(p, t);
     }
   }
+}
+
+// grid: grid-stride over groups of 8 elements (or elements) of [tokens, hidden], block 256
+extern "C" __global__ void __launch_bounds__(256) ragdot_moe_finish_combine(const RagdotMoeRowsParams p) {
+  const long long n = p.tokens * p.hidden, stride = (long long)gridDim.x * blockDim.x;
+  const long long first = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (p.elem_bytes == 2) {
+    const ragdot::u16* add = (const ragdot::u16*)p.addend;
+    ragdot::u16* y = (ragdot::u16*)p.y;
+    if (ragdot::moe_rows_vectorizable(p.hidden, p.acc, y, add)) {
+      for (long long i = 8 * first; i < n; i += 8 * stride) {
+        float v[8], a[8];
+        ragdot::moe_load8(p.acc + i, v);
+        if (add) {
+          ragdot::moe_load8(add + i, a);
+#pragma unroll
+          for (int e = 0; e < 8; ++e) v[e] += a[e];
+        }
+        ragdot::moe_store8(y + i, v);
+      }
+      return;
+    }
+    for (long long i = first; i < n; i += stride) {
+      const float v = p.acc[i] + (add ? ragdot::to_float(add[i], ragdot::BF16()) : 0.0f);
+      y[i] = ragdot::from_float(v, ragdot::BF16());
+    }
+    return;
+  }
+  const float* add = (const float*)p.addend;
+  float* y = (float*)p.y;
+  for (long long i = first; i < n; i += stride) y[i] = p.acc[i] + (add ? add[i] : 0.0f);
 }

@@ -14,6 +14,9 @@ struct RagdotKernelParams {
   int* tile_counter;         // wgmma family: a zeroed int32 on the device, from which CTAs take tiles in order
   const int* lhs_rows;       // gathered lhs: int32[m], row i of A is lhs row lhs_rows[i] (else null)
   long long lhs_table_rows;  // gathered lhs: rows of the table lhs points at (other indices read zeros)
+  const int* out_rows;       // scattered rows: int32[m], row i of the product is added to table row out_rows[i]
+  const float* row_scales;   // scattered rows: float32[m], row i's factor
+  long long out_table_rows;  // scattered rows: rows of the f32 table out points at (other indices drop the row)
 
   // element strides of the per-group GEMM (see GroupGemmProblem)
   long long lhs_m, lhs_k;

@@ -49,12 +49,20 @@
 // type first, exactly as ragdot_moe_swiglu computes it from a stored product. Gate boxes that run
 // past n / 2 multiply up columns that are never stored; up boxes past n read TMA's zeros.
 //
+// Rows added into a table (kScatterOut, mode 1): each row of the product, rounded to the output
+// type and times row_scales[row], is added in f32 to row out_rows[row] of the table out points at
+// (an index outside it drops the row), with 16-byte vector reductions (red.global.add.v4.f32)
+// straight from the accumulators, four adjacent columns per lane as store_tile arranges them. An
+// MoE layer's down projection adds every expert row into its token's output this way, so the
+// [T k, H] rows are never written and read back by a combine kernel; the additions into one
+// token's row come from several tiles in no fixed order.
+//
 // Shared memory: [scheduler table][pad to 1024][stage 0: A | B][stage 1] ... [staging]. Every tile
 // is stored 128B-swizzled as TMA writes it and wgmma reads it; 1024-byte alignment keeps the
 // swizzle pattern anchored.
 //
 // The generated prelude defines `struct V` with kMode, kBN, kStages, kBKMajor, kGatherA, kCluster,
-// kClusterAlongN, kTmaStore, kSwiglu, typedef In, typedef Out, and `struct Mma` with
+// kClusterAlongN, kTmaStore, kSwiglu, kScatterOut, typedef In, typedef Out, and `struct Mma` with
 // `run(float (&d)[kBN / 2], u64 desc_a, u64 desc_b, int accumulate)`: the one wgmma instruction of
 // the variant (m64 x kBN x k16), written out by the generator.
 #pragma once
@@ -256,6 +264,8 @@ struct Kernel {
                                 sizeof(typename Storage<typename V::Out>::type) == 2 && !V::kTmaStore),
                 "the SwiGLU epilogue: mode 1, MN-major B in boxes of 64 columns, half a tile each of gate and up, "
                 "16-bit outputs");
+  static_assert(!V::kScatterOut || (V::kMode == 1 && !V::kTmaStore && !V::kSwiglu),
+                "rows added into a table: mode 1, an epilogue of its own");
   // TMA-store epilogue: per warpgroup two buffers of one 64 x 64 box (8 KiB) each
   static constexpr int kStagingBytes = V::kTmaStore ? 2 * 2 * 64 * 64 * 2 : 0;
   // A cluster's tiles are 256 x kBN (pairs along m), 128 x 2 kBN (along n) or 256 x 2 kBN (2 x 2):
@@ -590,6 +600,49 @@ struct Kernel {
     }
   }
 
+  // kScatterOut: this warpgroup's rows [0, rows_here) of the tile at (m0, n0), each rounded to the
+  // output type and times its row's scale, added into table row out_rows[m0 + r]. As in
+  // store_tile, neighbouring lanes swap one pair of two 8-column blocks, so that each lane holds
+  // four adjacent columns and adds them with one 16-byte reduction (the table's rows are a multiple
+  // of 8 floats long and 16-byte aligned, the planner's rule). Every lane shuffles; only lanes of a
+  // kept row add.
+  static __device__ __forceinline__ void scatter_rows(const RagdotKernelParams& p, i64 m0, i64 n0, int r0, int lane,
+                                                      i64 rows_here, i64 cols_lim, const float (&acc)[kAcc]) {
+    typedef typename V::Out Out;
+    const bool odd = lane & 1;
+    const int c4 = (lane & 1) * 8 + (lane & 2) * 2;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int r = r0 + h * 8;
+      i64 to = -1;
+      float scale = 0.0f;
+      if (r < rows_here) {
+        to = p.out_rows[m0 + r];
+        scale = p.row_scales[m0 + r];
+        if (to >= p.out_table_rows) to = -1;
+      }
+      float* row = (float*)p.out + (to < 0 ? 0 : to) * p.out_m + n0;
+#pragma unroll
+      for (int j = 0; j < kBN / 8; j += 2) {
+        float a[2], b[2];  // this lane's columns of blocks j and j + 1, rounded and scaled
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          a[e] = to_float(from_float(acc[4 * j + 2 * h + e], Out()), Out()) * scale;
+          b[e] = to_float(from_float(acc[4 * j + 4 + 2 * h + e], Out()), Out()) * scale;
+        }
+        const float g0 = __shfl_xor_sync(0xffffffffu, odd ? a[0] : b[0], 1);
+        const float g1 = __shfl_xor_sync(0xffffffffu, odd ? a[1] : b[1], 1);
+        const int c = j * 8 + c4;
+        if (to >= 0 && c < cols_lim) {
+          const float v0 = odd ? g0 : a[0], v1 = odd ? g1 : a[1], v2 = odd ? b[0] : g0, v3 = odd ? b[1] : g1;
+          asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"l"(row + c), "f"(v0), "f"(v1), "f"(v2),
+                       "f"(v3)
+                       : "memory");
+        }
+      }
+    }
+  }
+
   // Mode 2: k rows [valid, 64) of a stage belong to the next group (or lie past the tensor):
   // the 256 consumer threads write zeros over them in A and B. In both operands a k row is one
   // 128-byte line of each 64-wide chunk, and the swizzle only permutes 16-byte pieces within a
@@ -743,6 +796,11 @@ struct Kernel {
         continue;
       }
       const int r0 = warp * 16 + (lane >> 2);
+      if constexpr (V::kScatterOut) {
+        // zero tiles (rows no group covers) would add nothing
+        if (!tile.zero) scatter_rows(p, tile.m0 + wg * 64, tile.n0, r0, lane, rows_here, cols_lim, acc);
+        continue;
+      }
       if constexpr (V::kSwiglu) {
         // The tile's gate columns are its accumulator blocks j < kBN / 16 (block j: columns
         // 8 j .. 8 j + 7), their up columns blocks j + kBN / 16: accumulators i and i + kAcc / 2.

@@ -126,6 +126,7 @@ std::string GroupGemmProblem::to_string() const {
   if (lhs_relayout) os << " relayout-lhs";
   if (rhs_relayout) os << " relayout-rhs";
   if (swiglu_epilogue) os << " swiglu-epilogue";
+  if (out_scatter_rows) os << " scatter-add-rows=" << *out_scatter_rows;
   return os.str();
 }
 

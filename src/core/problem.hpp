@@ -62,6 +62,13 @@ struct GroupGemmProblem {
   // halves; out_m is then its row stride (n / 2) and out_elements its size.
   bool swiglu_epilogue = false;
 
+  // PlanOptions::out_scatter_rows: out is an f32 table of this many rows (out_m apart) that row i
+  // of the product, rounded to out_dtype and scaled, is added to, at index out_rows[i];
+  // out_elements then counts the table.
+  std::optional<std::int64_t> out_scatter_rows;
+  // The element type of the out buffer: out_dtype, or f32 for a scatter table.
+  DType out_buffer_dtype() const { return out_scatter_rows ? DType::kF32 : out_dtype; }
+
   std::int64_t outer_count() const;
   bool needs_relayout() const { return lhs_relayout || rhs_relayout; }
   // The plain MoE forms: no outer/reduce dims, nothing to relayout, m/k/n unit-stride somewhere.

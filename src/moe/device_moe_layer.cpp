@@ -17,6 +17,12 @@
 // parallelism), forward's up ragged dot writes the SwiGLU activations itself
 // (PlanOptions::swiglu_epilogue), and the product the SwiGLU backward needs is computed again
 // at the start of the backward's up-projection steps.
+//
+// With DeviceMoeOptions::combine_in_down_gemm (Hopper, no expert parallelism), forward's down
+// ragged dot adds each expert row, times its combine weight (the sort's weight_of), into its
+// token's row of an f32 sum (PlanOptions::out_scatter_rows, through the sort's token_of), and
+// finish_combine rounds the sums plus the shared experts' output into y. Backward then runs the
+// down projection again for the expert rows the combine's backward reads.
 #include <algorithm>
 #include <cstring>
 #include <functional>
@@ -76,6 +82,8 @@ struct Buffers {
   int* row_of = nullptr;         // [T k]
   int* pair_of = nullptr;        // [T k]
   int* token_of = nullptr;       // [T k] token of each sorted row: the up ragged dot's gather index
+  float* weight_of = nullptr;    // [T k] combine weight of each sorted row: the down ragged dot's row factors
+  float* sums = nullptr;         // [T, H] f32: the routed experts' weighted rows, added by the down ragged dot
   int* bad = nullptr;            // [1]
   void* sort_ws = nullptr;
   int* one_group = nullptr;      // [1] = T: the group sizes of the one-group plans
@@ -150,6 +158,11 @@ struct DeviceMoeLayer::State {
   bool rows_gathered = false;  // b.rows holds the last forward's sorted rows
   std::optional<Plan> swiglu_up;  // the routed up projection with the SwiGLU epilogue (into b.act)
   bool up_stale = false;          // forward ran swiglu_up: b.up does not hold its product
+  std::optional<Plan> scatter_down;  // the routed down projection adding its rows into b.sums
+  bool down_stale = false;           // forward ran scatter_down: b.out does not hold the expert rows
+  bool combined_in_down() const { return scatter_down.has_value(); }
+  // the sort's token index: read by the gathering up projection and the scattering down projection
+  bool needs_token_of() const { return gathered_up || combined_in_down(); }
   // expert parallelism
   ep::Communicator* comm = nullptr;
   std::int64_t world = 1, local_experts = 0;
@@ -166,7 +179,7 @@ struct DeviceMoeLayer::State {
   }
 
   bool llama4() const { return c.router == RouterKind::kLlama4; }
-  DeviceSortBuffers sorted() const { return {b.group_sizes, b.row_of, b.pair_of, b.bad, b.token_of}; }
+  DeviceSortBuffers sorted() const { return {b.group_sizes, b.row_of, b.pair_of, b.bad, b.token_of, b.weight_of}; }
 
   void carve(Carver& cv) {
     const std::size_t t4 = std::size_t(t) * 4, m4 = std::size_t(m) * 4, e = std::size_t(c.experts);
@@ -179,7 +192,11 @@ struct DeviceMoeLayer::State {
     cv.take(b.group_sizes, e * 4);
     cv.take(b.row_of, m4);
     cv.take(b.pair_of, m4);
-    if (gathered_up) cv.take(b.token_of, m4);  // else null: the sort then writes no token index
+    if (needs_token_of()) cv.take(b.token_of, m4);  // else null: the sort then writes no token index
+    if (combined_in_down()) {
+      cv.take(b.weight_of, m4);
+      cv.take(b.sums, tt * h * 4);
+    }
     cv.take(b.bad, 4);
     cv.take(b.sort_ws, perm->sort_workspace_bytes());
     cv.take(b.one_group, 4);
@@ -227,7 +244,8 @@ struct DeviceMoeLayer::State {
   Status swiglu_up_gemm(const void* x, const void* w_up, CUstream stream) const {
     const GatheredLhs tokens{std::size_t(t * c.hidden) * kActBytes, b.token_of};
     return run_plan(*swiglu_up, gathered_up ? x : b.rows, w_up, b.group_sizes, b.act,
-                    {b.ws, ws_bytes, MemorySpace::kDevice}, stream, nullptr, gathered_up ? &tokens : nullptr);
+                    {b.ws, ws_bytes, MemorySpace::kDevice}, stream, nullptr, gathered_up ? &tokens : nullptr, nullptr,
+                    std::size_t(m * c.ffn) * kActBytes);
   }
 
   Status forward(const void* x, const DeviceMoeParams& p, void* y, CUstream st, StepMarks* mk) {
@@ -235,12 +253,13 @@ struct DeviceMoeLayer::State {
     forwarded = false;
     rows_gathered = false;
     up_stale = false;
+    down_stale = false;
     RAGDOT_RETURN_IF_ERROR(mark(mk, st, "start"));
     RAGDOT_RETURN_IF_ERROR(gemm(kRouterLogits, x, p.router, b.one_group, b.logits, st));
     RAGDOT_RETURN_IF_ERROR(mark(mk, st, "router logits"));
     RAGDOT_RETURN_IF_ERROR(ops->route(b.logits, p.router_bias, t, b.experts, b.weights, b.scale, st));
     RAGDOT_RETURN_IF_ERROR(mark(mk, st, "route"));
-    RAGDOT_RETURN_IF_ERROR(perm->sort(b.experts, m, sorted(), b.sort_ws, st, k));
+    RAGDOT_RETURN_IF_ERROR(perm->sort(b.experts, m, sorted(), b.sort_ws, st, k, combined_in_down() ? b.weights : nullptr));
     RAGDOT_RETURN_IF_ERROR(mark(mk, st, "sort"));
     if (!gathered_up) {
       RAGDOT_RETURN_IF_ERROR(perm->gather(x, llama4() ? b.scale : nullptr, sorted(), t, k, h, kAct, b.rows, st));
@@ -265,8 +284,21 @@ struct DeviceMoeLayer::State {
         RAGDOT_RETURN_IF_ERROR(ops->swiglu(b.up, m, f, kAct, b.act, st));
         RAGDOT_RETURN_IF_ERROR(mark(mk, st, "swiglu"));
       }
-      RAGDOT_RETURN_IF_ERROR(gemm(kRouted + kFfnDown, b.act, p.w_down, b.group_sizes, b.out, st));
-      RAGDOT_RETURN_IF_ERROR(mark(mk, st, "down"));
+      if (combined_in_down()) {
+        // the sums start from zero (bits 0 are +0.0f); the down projection adds every row into them
+        RAGDOT_CU_RETURN_IF_ERROR(cuda::driver()->cuMemsetD32Async(reinterpret_cast<CUdeviceptr>(b.sums), 0,
+                                                                   std::size_t(t * h), st),
+                                  "cuMemsetD32Async (combine sums)");
+        RAGDOT_RETURN_IF_ERROR(mark(mk, st, "combine clear"));
+        const ScatteredOut into_tokens{std::size_t(t * h) * 4, b.token_of, b.weight_of};
+        RAGDOT_RETURN_IF_ERROR(run_plan(*scatter_down, b.act, p.w_down, b.group_sizes, b.sums,
+                                        {b.ws, ws_bytes, MemorySpace::kDevice}, st, nullptr, nullptr, &into_tokens));
+        RAGDOT_RETURN_IF_ERROR(mark(mk, st, "down + combine"));
+        down_stale = true;
+      } else {
+        RAGDOT_RETURN_IF_ERROR(gemm(kRouted + kFfnDown, b.act, p.w_down, b.group_sizes, b.out, st));
+        RAGDOT_RETURN_IF_ERROR(mark(mk, st, "down"));
+      }
     }
     for (std::int64_t j = 0; j < s; ++j) {
       void* up = offset(b.s_up, j * t * 2 * f);
@@ -278,9 +310,14 @@ struct DeviceMoeLayer::State {
       if (j > 0) RAGDOT_RETURN_IF_ERROR(ops->accumulate(b.s_out, b.s_tmp, t * h, kAct, st));
     }
     if (s > 0) RAGDOT_RETURN_IF_ERROR(mark(mk, st, "shared experts"));
-    RAGDOT_RETURN_IF_ERROR(
-        perm->combine(b.out, b.weights, sorted(), t, k, h, kAct, false, y, st, s > 0 ? b.s_out : nullptr));
-    RAGDOT_RETURN_IF_ERROR(mark(mk, st, "combine"));
+    if (down_stale) {
+      RAGDOT_RETURN_IF_ERROR(perm->finish_combine(b.sums, s > 0 ? b.s_out : nullptr, t, h, kAct, y, st));
+      RAGDOT_RETURN_IF_ERROR(mark(mk, st, "combine finish"));
+    } else {
+      RAGDOT_RETURN_IF_ERROR(
+          perm->combine(b.out, b.weights, sorted(), t, k, h, kAct, false, y, st, s > 0 ? b.s_out : nullptr));
+      RAGDOT_RETURN_IF_ERROR(mark(mk, st, "combine"));
+    }
     forwarded = true;
     return Status::ok();
   }
@@ -323,6 +360,11 @@ struct DeviceMoeLayer::State {
     const std::int64_t h = c.hidden, f = c.ffn, k = c.top_k, s = c.shared_experts;
     const int* gs = b.group_sizes;
     RAGDOT_RETURN_IF_ERROR(mark(mk, st, "start"));
+    if (down_stale) {  // forward added the expert rows into their tokens' sums: the combine's backward needs them
+      RAGDOT_RETURN_IF_ERROR(gemm(kRouted + kFfnDown, b.act, p.w_down, gs, b.out, st));
+      RAGDOT_RETURN_IF_ERROR(mark(mk, st, "down again"));
+      down_stale = false;
+    }
     // combine: y[t] = sum_j w[t,j] out[row(t,j)] -> d_out[row] = w dy[t], d_w[t,j] = dy[t] . out[row]
     RAGDOT_RETURN_IF_ERROR(
         perm->combine_backward(dy, b.out, b.weights, sorted(), t, k, h, kAct, b.d_rows, b.d_weights, st));
@@ -495,6 +537,14 @@ Result<DeviceMoeLayer> DeviceMoeLayer::create(const MoeConfig& c, std::int64_t t
       return Status(plan.status().code(), "device MoE layer, " + layer_gemm_name(int(i)) + ": " + plan.status().message());
     }
     plan_swiglu_up(routed);
+    if (int(i) == kRouted + kFfnDown && o.combine_in_down_gemm && !s->comm && o.expert_backend == "cuda") {
+      PlanOptions scattering = routed;
+      scattering.out_scatter_rows = tokens;  // the rows add into their tokens' sums
+      if (auto p = make_plan(op, scattering); p.ok()) {  // else (not Hopper, ...): down, then the combine kernel
+        s->ws_bytes = std::max(s->ws_bytes, p->workspace_bytes());
+        s->scatter_down.emplace(std::move(*p));
+      }
+    }
     s->ws_bytes = std::max(s->ws_bytes, plan->workspace_bytes());
     s->plans.push_back(std::move(*plan));
   }
@@ -706,6 +756,9 @@ std::string DeviceMoeLayer::describe() const {
   std::string out;
   for (std::size_t i = 0; i < s_->plans.size(); ++i) out += layer_gemm_name(int(i)) + ": " + s_->plans[i].to_string() + "\n";
   if (s_->swiglu_up) out += layer_gemm_name(kRouted + kFfnUp) + " with SwiGLU (forward): " + s_->swiglu_up->to_string() + "\n";
+  if (s_->scatter_down) {
+    out += layer_gemm_name(kRouted + kFfnDown) + " adding into the tokens (forward): " + s_->scatter_down->to_string() + "\n";
+  }
   for (std::size_t i = 0; i < s_->ep_plans.size(); ++i) {
     out += "expert-parallel " + layer_gemm_name(kRouted + (i % 2 ? kFfnDown : kFfnUp)) + " (" +
            std::to_string(s_->ep_rows[i / 2]) + " rows): " + s_->ep_plans[i].to_string() + "\n";

@@ -29,7 +29,7 @@ struct DevicePermutation::State {
   const cuda::Device* device = nullptr;
   std::shared_ptr<const cuda::LoadedModule> module, backward_module;
   CUfunction count = nullptr, offsets = nullptr, scatter = nullptr, gather = nullptr, combine = nullptr;
-  CUfunction combine_backward = nullptr, sort_one_block = nullptr, gather_warps = nullptr;
+  CUfunction combine_backward = nullptr, sort_one_block = nullptr, gather_warps = nullptr, finish_combine = nullptr;
   std::int64_t max_pairs = 0, experts = 0;
   PermutationKernels kernels;
 };
@@ -88,7 +88,8 @@ Result<DevicePermutation> DevicePermutation::create(int device, std::int64_t max
              {&s->gather, "ragdot_moe_gather"},
              {&s->combine, "ragdot_moe_combine"},
              {&s->sort_one_block, "ragdot_moe_sort_one_block"},
-             {&s->gather_warps, "ragdot_moe_gather_warps"}};
+             {&s->gather_warps, "ragdot_moe_gather_warps"},
+             {&s->finish_combine, "ragdot_moe_finish_combine"}};
   for (const auto& f : fns) {
     RAGDOT_CU_RETURN_IF_ERROR(cuda::driver()->cuModuleGetFunction(f.f, s->module->module, f.name), f.name);
   }
@@ -116,7 +117,7 @@ std::size_t DevicePermutation::sort_workspace_bytes() const {
 }
 
 Status DevicePermutation::sort(const void* experts, std::int64_t pairs, const DeviceSortBuffers& out, void* workspace,
-                               void* stream, std::int64_t top_k) const {
+                               void* stream, std::int64_t top_k, const float* pair_weights) const {
   if (top_k < 1 || top_k > RAGDOT_MOE_MAX_TOP_K) return invalid_argument("sort: top_k " + std::to_string(top_k));
   if (pairs < 0 || pairs > s_->max_pairs) {
     return invalid_argument("sort: " + std::to_string(pairs) + " pairs, the permutation was made for at most " +
@@ -124,6 +125,9 @@ Status DevicePermutation::sort(const void* experts, std::int64_t pairs, const De
   }
   if (!out.group_sizes || !out.bad_experts || (pairs > 0 && (!experts || !out.row_of || !out.pair_of || !workspace))) {
     return invalid_argument("sort: a null device buffer");
+  }
+  if ((out.weight_of == nullptr) != (pair_weights == nullptr)) {
+    return invalid_argument("sort: the rows' combine weights (weight_of) need the pairs' (pair_weights), and back");
   }
   cuda::ScopedContext ctx(s_->device->context);
   RAGDOT_RETURN_IF_ERROR(ctx.status());
@@ -139,6 +143,8 @@ Status DevicePermutation::sort(const void* experts, std::int64_t pairs, const De
   p.pair_of = static_cast<int*>(out.pair_of);
   p.token_of = static_cast<int*>(out.token_of);
   p.top_k = int(top_k);
+  p.pair_weights = pair_weights;
+  p.weight_of = static_cast<float*>(out.weight_of);
   p.bad_experts = static_cast<int*>(out.bad_experts);
   const auto* d = cuda::driver();
   void* args[] = {&p};
@@ -156,6 +162,9 @@ Status DevicePermutation::sort(const void* experts, std::int64_t pairs, const De
     if (out.token_of) {
       RAGDOT_CU_RETURN_IF_ERROR(d->cuMemsetD32Async(dptr(out.token_of), 0xffffffffu, std::size_t(pairs), st),
                                 "cuMemsetD32Async");
+    }
+    if (out.weight_of) {
+      RAGDOT_CU_RETURN_IF_ERROR(d->cuMemsetD32Async(dptr(out.weight_of), 0, std::size_t(pairs), st), "cuMemsetD32Async");
     }
   }
   if (p.num_chunks > 0) {
@@ -228,6 +237,27 @@ Status DevicePermutation::gather(const void* x, const float* scale, const Device
                        "launching ragdot_moe_gather_warps");
   }
   return launch_rows(s_->gather, *s_->device, p.pairs, p, stream, "launching ragdot_moe_gather");
+}
+
+Status DevicePermutation::finish_combine(const float* acc, const void* addend, std::int64_t tokens,
+                                         std::int64_t hidden, DType dtype, void* y, void* stream) const {
+  if (dtype != DType::kBF16 && dtype != DType::kF32) {
+    return unsupported("finish_combine: rows of " + std::string(dtype_name(dtype)) + "; it takes bf16 or f32");
+  }
+  if (tokens < 0 || hidden < 0) return invalid_argument("finish_combine: a negative size");
+  if (tokens * hidden == 0) return Status::ok();
+  if (!acc || !y) return invalid_argument("finish_combine: a null device buffer");
+  RagdotMoeRowsParams p{};
+  p.acc = acc;
+  p.addend = addend;
+  p.y = y;
+  p.tokens = tokens;
+  p.hidden = hidden;
+  p.elem_bytes = int(dtype_size(dtype));
+  // a thread takes 8 elements at a time where rows allow it; a few blocks per SM's worth is plenty
+  const std::int64_t blocks = std::min<std::int64_t>((tokens * hidden / 8 + kRowThreads - 1) / kRowThreads + 1,
+                                                     std::int64_t(s_->device->multiprocessors) * 8);
+  return launch_rows(s_->finish_combine, *s_->device, blocks, p, stream, "launching ragdot_moe_finish_combine");
 }
 
 Status DevicePermutation::combine(const void* rows, const float* weights, const DeviceSortBuffers& sorted,

@@ -22,6 +22,9 @@ struct DeviceSortBuffers {
   void* bad_experts = nullptr;  // [1]: pairs whose expert was out of range (they get no row)
   // [pairs], or null: the token of each sorted row (pair / top_k); rows past the valid ones are -1
   void* token_of = nullptr;
+  // [pairs] float32, or null: the combine weight of each sorted row's pair (sort's pair_weights);
+  // rows past the valid ones are 0
+  void* weight_of = nullptr;
 };
 
 // How sort() runs: the same stable sort either way (the same outputs, bit for bit).
@@ -61,9 +64,15 @@ class DevicePermutation {
   std::size_t sort_workspace_bytes() const;
 
   // experts [pairs] int32 on the device -> out. `stream` is a CUstream (null: the legacy stream).
-  // top_k: pairs per token, for out.token_of.
+  // top_k: pairs per token, for out.token_of; pair_weights [pairs] float32: the combine weights,
+  // for out.weight_of (both or neither).
   Status sort(const void* experts, std::int64_t pairs, const DeviceSortBuffers& out, void* workspace,
-              void* stream, std::int64_t top_k = 1) const;
+              void* stream, std::int64_t top_k = 1, const float* pair_weights = nullptr) const;
+  // y[t] = acc[t] + addend[t] (if given), rounded to y's dtype: the end of a combine whose rows
+  // were added into acc [tokens, hidden] float32 (PlanOptions::out_scatter_rows). y and addend
+  // bf16 or f32.
+  Status finish_combine(const float* acc, const void* addend, std::int64_t tokens, std::int64_t hidden, DType dtype,
+                        void* y, void* stream) const;
   // rows[r] = scale[t] * x[t] for the pair (t, j) of sorted row r; x [tokens, hidden], rows
   // [tokens * top_k, hidden], bf16 or f32; scale [tokens] f32 or null.
   Status gather(const void* x, const float* scale, const DeviceSortBuffers& sorted, std::int64_t tokens,

@@ -79,7 +79,8 @@ Status run_host(const Plan& plan, const float* lhs, const float* rhs, const std:
 }
 
 Status run_plan(const Plan& plan, const void* lhs, const void* rhs, const void* gs, void* out, MutableBuffer ws,
-                void* stream, ExecuteReport* report, const GatheredLhs* gathered) {
+                void* stream, ExecuteReport* report, const GatheredLhs* gathered, const ScatteredOut* scattered,
+                std::size_t out_bytes) {
   const RaggedDotSpec& s = plan.op().spec();
   const MemorySpace space = plan.memory_space();
   ExecuteArgs a;
@@ -87,7 +88,11 @@ Status run_plan(const Plan& plan, const void* lhs, const void* rhs, const void* 
   if (gathered) a.lhs_rows = {gathered->rows, std::size_t(s.lhs.shape[0]) * 4, space};
   a.rhs = {rhs, s.rhs.num_bytes(), space};
   a.group_sizes = {gs, s.group_sizes.num_bytes(), space};
-  a.out = {out, plan.op().out().num_bytes(), space};
+  a.out = {out, scattered ? scattered->table_bytes : out_bytes ? out_bytes : plan.op().out().num_bytes(), space};
+  if (scattered) {
+    a.out_rows = {scattered->rows, std::size_t(s.lhs.shape[0]) * 4, space};
+    a.row_scales = {scattered->scales, std::size_t(s.lhs.shape[0]) * 4, space};
+  }
   a.workspace = ws;
   a.stream = stream;
   a.report = report;

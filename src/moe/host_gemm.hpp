@@ -59,9 +59,19 @@ struct GatheredLhs {
   const void* rows = nullptr;
 };
 
+// The out of a plan made with PlanOptions::out_scatter_rows: an f32 table, and the int32 index
+// and float32 factors (one entry per row of the op's lhs) with which the plan adds its rows in.
+struct ScatteredOut {
+  std::size_t table_bytes = 0;
+  const void* rows = nullptr;
+  const void* scales = nullptr;
+};
+
 // Runs a plan on buffers of its memory space, sized as its op says (lhs: the table, when
-// `gathered` says so); `stream` for device plans.
+// `gathered` says so; out: the scatter table, when `scattered` does, or `out_bytes` when not 0,
+// as for a SwiGLU epilogue's activations); `stream` for device plans.
 Status run_plan(const Plan& plan, const void* lhs, const void* rhs, const void* gs, void* out, MutableBuffer ws,
-                void* stream, ExecuteReport* report = nullptr, const GatheredLhs* gathered = nullptr);
+                void* stream, ExecuteReport* report = nullptr, const GatheredLhs* gathered = nullptr,
+                const ScatteredOut* scattered = nullptr, std::size_t out_bytes = 0);
 
 }  // namespace ragdot::moe

@@ -55,6 +55,9 @@ class Backend {
   // Whether it can apply the SwiGLU epilogue (PlanOptions::swiglu_epilogue); those that cannot are
   // not offered such plans.
   virtual bool fuses_swiglu() const { return false; }
+  // Whether it can add its output rows into a table through an index (PlanOptions::
+  // out_scatter_rows); those that cannot are not offered such plans.
+  virtual bool scatters_out_rows() const { return false; }
   // unsupported("why") when it does not take this op.
   virtual Result<std::unique_ptr<detail::BackendPlan>> plan(const PlanRequest& request) const = 0;
 };

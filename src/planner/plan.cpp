@@ -83,13 +83,17 @@ Status Plan::execute(const ExecuteArgs& a) const {
   RAGDOT_RETURN_IF_ERROR(check_buffer("lhs", a.lhs, p.lhs_elements, p.lhs_dtype, bp.memory_space, align));
   RAGDOT_RETURN_IF_ERROR(check_buffer("rhs", a.rhs, p.rhs_elements, p.rhs_dtype, bp.memory_space, align));
   RAGDOT_RETURN_IF_ERROR(check_buffer("group_sizes", a.group_sizes, p.gs_elements, p.gs_dtype, bp.memory_space, 0));
-  RAGDOT_RETURN_IF_ERROR(check_buffer("out", a.out, p.out_elements, p.out_dtype, bp.memory_space, align));
+  RAGDOT_RETURN_IF_ERROR(check_buffer("out", a.out, p.out_elements, p.out_buffer_dtype(), bp.memory_space, align));
   if (p.has_group_offset) {
     RAGDOT_RETURN_IF_ERROR(check_buffer("group_offset", a.group_offset, 1, DType::kI32, bp.memory_space, 0));
   }
-  const std::int64_t index_rows = p.lhs_gather_rows ? p.m : 0;
+  const std::int64_t index_rows = p.lhs_gather_rows ? p.m : 0, scatter_rows = p.out_scatter_rows ? p.m : 0;
   if (p.lhs_gather_rows) {
     RAGDOT_RETURN_IF_ERROR(check_buffer("lhs_rows", a.lhs_rows, index_rows, DType::kI32, bp.memory_space, 0));
+  }
+  if (p.out_scatter_rows) {
+    RAGDOT_RETURN_IF_ERROR(check_buffer("out_rows", a.out_rows, scatter_rows, DType::kI32, bp.memory_space, 0));
+    RAGDOT_RETURN_IF_ERROR(check_buffer("row_scales", a.row_scales, scatter_rows, DType::kF32, bp.memory_space, 0));
   }
   if (bp.workspace_bytes) {
     if (a.workspace.data == nullptr || a.workspace.bytes < bp.workspace_bytes) {
@@ -101,15 +105,17 @@ Status Plan::execute(const ExecuteArgs& a) const {
       return invalid_argument("workspace is not aligned to 64 bytes");
     }
   }
-  const std::size_t out_bytes = std::size_t(p.out_elements) * dtype_size(p.out_dtype);
-  const ConstBuffer inputs[] = {a.lhs, a.rhs, a.group_sizes, a.group_offset, a.lhs_rows};
-  const char* names[] = {"lhs", "rhs", "group_sizes", "group_offset", "lhs_rows"};
+  const std::size_t out_bytes = std::size_t(p.out_elements) * dtype_size(p.out_buffer_dtype());
+  const ConstBuffer inputs[] = {a.lhs, a.rhs, a.group_sizes, a.group_offset, a.lhs_rows, a.out_rows, a.row_scales};
+  const char* names[] = {"lhs", "rhs", "group_sizes", "group_offset", "lhs_rows", "out_rows", "row_scales"};
   const std::size_t in_bytes[] = {std::size_t(p.lhs_elements) * dtype_size(p.lhs_dtype),
                                   std::size_t(p.rhs_elements) * dtype_size(p.rhs_dtype),
                                   std::size_t(p.gs_elements) * dtype_size(p.gs_dtype),
                                   p.has_group_offset ? std::size_t(4) : std::size_t(0),
-                                  std::size_t(index_rows) * 4};
-  for (int i = 0; i < 5; ++i) {
+                                  std::size_t(index_rows) * 4,
+                                  std::size_t(scatter_rows) * 4,
+                                  std::size_t(scatter_rows) * 4};
+  for (int i = 0; i < 7; ++i) {
     if (overlaps(a.out.data, out_bytes, inputs[i].data, in_bytes[i])) {
       return invalid_argument(std::string("out overlaps ") + names[i]);
     }
@@ -158,6 +164,18 @@ Result<Plan> make_plan(const RaggedDot& op, const PlanOptions& options) {
     problem.out_m = problem.n / 2;
     problem.out_elements = problem.m * problem.n / 2;
   }
+  if (options.out_scatter_rows) {
+    const std::int64_t rows = *options.out_scatter_rows;
+    if (problem.mode != RaggedMode::kNonContracting || op.spec().lhs.rank() != 2 || !problem.is_single_batch() ||
+        problem.needs_relayout() || problem.out_n != 1 || problem.out_m != problem.n) {
+      return invalid_argument("out_scatter_rows: only a mode 1 op with a 2-D lhs [M, K] and a row-major out [M, N] "
+                              "adds its rows into a table; " + op.to_string() + " is not one");
+    }
+    if (options.swiglu_epilogue) return invalid_argument("out_scatter_rows and swiglu_epilogue do not go together");
+    if (rows < 0) return invalid_argument("out_scatter_rows: " + std::to_string(rows) + " rows");
+    problem.out_scatter_rows = rows;
+    problem.out_elements = rows * problem.n;
+  }
   planner::PlanRequest request{op, problem, options};
 
   std::string reasons;
@@ -177,6 +195,11 @@ Result<Plan> make_plan(const RaggedDot& op, const PlanOptions& options) {
     if (problem.lhs_gather_rows && !backend->gathers_lhs_rows()) {
       if (!wanted.empty()) return unsupported("backend '" + wanted + "' does not gather lhs rows (lhs_gather_rows)");
       reasons += "\n  " + std::string(backend->name()) + ": does not gather lhs rows";
+      continue;
+    }
+    if (problem.out_scatter_rows && !backend->scatters_out_rows()) {
+      if (!wanted.empty()) return unsupported("backend '" + wanted + "' does not add rows into a table (out_scatter_rows)");
+      reasons += "\n  " + std::string(backend->name()) + ": does not add rows into a table";
       continue;
     }
     if (problem.swiglu_epilogue && !backend->fuses_swiglu()) {

@@ -25,6 +25,14 @@ struct Case {
   // [M, N / 2] activation of the product's [gate | up] halves, checked against the oracle's
   // product through cpu::swiglu_of_stored.
   bool swiglu = false;
+  // The scatter-add of output rows (PlanOptions::out_scatter_rows; mode 1, out [M, N]): when
+  // out_rows is not empty, execute adds row i of the product, rounded to the output dtype, times
+  // row_scales[i], into row out_rows[i] of an f32 table of out_table_rows rows that starts with
+  // random values; the check sums the same in float64 (the order of the additions is not fixed,
+  // so the case runs once, not `repeats` times).
+  std::vector<std::int32_t> out_rows;
+  std::vector<float> row_scales;
+  std::int64_t out_table_rows = 0;
 };
 
 // Patterns of group sizes a backend must get right.

@@ -109,6 +109,8 @@ CheckResult check_case(const Case& c, const PlanOptions& options, std::uint64_t 
   const bool gathered = !c.lhs_rows.empty();
   if (gathered) po.lhs_gather_rows = c.lhs_table_rows;
   if (c.swiglu) po.swiglu_epilogue = true;
+  const bool scattered = !c.out_rows.empty();
+  if (scattered) po.out_scatter_rows = c.out_table_rows;
   auto plan = make_plan(*op, po);
   if (!plan.ok()) {
     res.message = plan.status().to_string();
@@ -117,10 +119,19 @@ CheckResult check_case(const Case& c, const PlanOptions& options, std::uint64_t 
   res.plan = plan->to_string();
   const auto& s = c.spec;
   const TensorSpec& out_spec = op->out();
-  // with the SwiGLU epilogue the plan writes half the product's columns (out [M, N / 2])
-  const std::int64_t out_elements = c.swiglu ? out_spec.num_elements() / 2 : out_spec.num_elements();
-  const std::size_t out_bytes = std::size_t(out_elements) * dtype_size(out_spec.dtype);
-
+  // with the SwiGLU epilogue the plan writes half the product's columns (out [M, N / 2]); with
+  // scattered rows it adds them into an f32 table [R, N]
+  const std::int64_t n_cols = out_spec.rank() > 0 ? out_spec.shape.back() : 1;
+  const std::int64_t out_elements = c.swiglu      ? out_spec.num_elements() / 2
+                                    : scattered ? c.out_table_rows * n_cols
+                                                : out_spec.num_elements();
+  const DType out_type = scattered ? DType::kF32 : out_spec.dtype;
+  const std::size_t out_bytes = std::size_t(out_elements) * dtype_size(out_type);
+  if (scattered && (s.lhs.rank() != 2 || std::int64_t(c.out_rows.size()) != s.lhs.shape[0] ||
+                    c.row_scales.size() != c.out_rows.size())) {
+    res.message = "invalid case: out_rows and row_scales need a 2-D lhs and one entry per row";
+    return res;
+  }
   // host data
   std::vector<unsigned char> lhs(s.lhs.num_bytes() + 1), rhs(s.rhs.num_bytes() + 1), out(out_bytes + 1);
   fill_random(lhs.data(), s.lhs.dtype, s.lhs.num_elements(), seed * 2 + 1);
@@ -142,7 +153,10 @@ CheckResult check_case(const Case& c, const PlanOptions& options, std::uint64_t 
       if (r >= 0 && r < c.lhs_table_rows) std::memcpy(&lhs[i * row_bytes], &table[std::size_t(r) * row_bytes], row_bytes);
     }
   }
-  poison(out.data(), out_spec.dtype, out_elements);
+  // a scatter table starts with values the plan must add to; any other output is poisoned
+  if (scattered) fill_random(out.data(), DType::kF32, out_elements, seed * 2 + 3);
+  else poison(out.data(), out_type, out_elements);
+  const std::vector<unsigned char> out_before = out;
   std::vector<unsigned char> gs = encode_group_sizes(c);
   const std::int32_t offset = c.group_offset.value_or(0);
 
@@ -153,11 +167,15 @@ CheckResult check_case(const Case& c, const PlanOptions& options, std::uint64_t 
   }
 
   // buffers where the backend runs
-  Buffer dl, dr, dg, doff, dout, dws, drows;
+  Buffer dl, dr, dg, doff, dout, dws, drows, dscatter, dscales;
   const std::vector<unsigned char>& lhs_in = gathered ? table : lhs;
   Status st = make(mem, lhs_in.size(), dl);
   if (st.is_ok() && gathered) st = make(mem, c.lhs_rows.size() * 4, drows);
   if (st.is_ok() && gathered) st = mem.upload(drows.ptr, c.lhs_rows.data(), c.lhs_rows.size() * 4);
+  if (st.is_ok() && scattered) st = make(mem, c.out_rows.size() * 4, dscatter);
+  if (st.is_ok() && scattered) st = mem.upload(dscatter.ptr, c.out_rows.data(), c.out_rows.size() * 4);
+  if (st.is_ok() && scattered) st = make(mem, c.row_scales.size() * 4, dscales);
+  if (st.is_ok() && scattered) st = mem.upload(dscales.ptr, c.row_scales.data(), c.row_scales.size() * 4);
   if (st.is_ok()) st = make(mem, rhs.size(), dr);
   if (st.is_ok()) st = make(mem, gs.size(), dg);
   if (st.is_ok()) st = make(mem, 4, doff);
@@ -176,6 +194,10 @@ CheckResult check_case(const Case& c, const PlanOptions& options, std::uint64_t 
   ExecuteArgs args;
   args.lhs = {dl.ptr, lhs_in.size() - 1, sp};
   if (gathered) args.lhs_rows = {drows.ptr, c.lhs_rows.size() * 4, sp};
+  if (scattered) {
+    args.out_rows = {dscatter.ptr, c.out_rows.size() * 4, sp};
+    args.row_scales = {dscales.ptr, c.row_scales.size() * 4, sp};
+  }
   args.rhs = {dr.ptr, s.rhs.num_bytes(), sp};
   args.group_sizes = {dg.ptr, s.group_sizes.num_bytes(), sp};
   if (c.group_offset) args.group_offset = {doff.ptr, 4, sp};
@@ -190,10 +212,10 @@ CheckResult check_case(const Case& c, const PlanOptions& options, std::uint64_t 
     return res;
   }
   // determinism: the same inputs again, on a poisoned output, must give the same bytes
-  if (repeats > 1) {
+  if (repeats > 1 && !scattered) {
     std::vector<unsigned char> first(out.begin(), out.begin() + std::ptrdiff_t(out_bytes));
     std::vector<unsigned char> again(out.size());
-    poison(again.data(), out_spec.dtype, out_elements);
+    poison(again.data(), out_type, out_elements);
     for (int r = 1; r < repeats; ++r) {
       st = mem.upload(dout.ptr, again.data(), out_bytes);
       if (st.is_ok()) st = plan->execute(args);
@@ -214,14 +236,32 @@ CheckResult check_case(const Case& c, const PlanOptions& options, std::uint64_t 
   }
 
   // compare
-  const std::int64_t n = out_elements, half = c.swiglu ? out_spec.shape.back() / 2 : 0;
+  const std::int64_t n = out_elements, half = c.swiglu ? n_cols / 2 : 0;
+  // scattered: the table's first values plus each row, rounded to the output dtype and scaled
+  std::vector<double> table_want;
+  if (scattered) {
+    table_want.resize(std::size_t(n));
+    for (std::int64_t i = 0; i < n; ++i) table_want[std::size_t(i)] = cpu::load_as_double(out_before.data(), out_type, i);
+    double scratch = 0;
+    for (std::int64_t r = 0; r < s.lhs.shape[0]; ++r) {
+      const std::int64_t to = c.out_rows[std::size_t(r)];
+      if (to < 0 || to >= c.out_table_rows) continue;
+      for (std::int64_t col = 0; col < n_cols; ++col) {
+        cpu::store_from_double(&scratch, out_spec.dtype, 0, ref->at(r * n_cols + col));
+        table_want[std::size_t(to * n_cols + col)] +=
+            cpu::load_as_double(&scratch, out_spec.dtype, 0) * double(c.row_scales[std::size_t(r)]);
+      }
+    }
+  }
   double err2 = 0, ref2 = 0;
   std::int64_t bad_zero = -1, nan_at = -1;
   for (std::int64_t i = 0; i < n; ++i) {
-    const double r = c.swiglu ? cpu::swiglu_of_stored(ref->at(i / half * 2 * half + i % half),
-                                                      ref->at(i / half * 2 * half + half + i % half), out_spec.dtype)
-                              : ref->at(i);
-    const double o = cpu::load_as_double(out.data(), out_spec.dtype, i);
+    const double r = scattered ? table_want[std::size_t(i)]
+                     : c.swiglu
+                         ? cpu::swiglu_of_stored(ref->at(i / half * 2 * half + i % half),
+                                                 ref->at(i / half * 2 * half + half + i % half), out_spec.dtype)
+                         : ref->at(i);
+    const double o = cpu::load_as_double(out.data(), out_type, i);
     if (std::isnan(o)) {
       if (nan_at < 0) nan_at = i;
       continue;
@@ -238,7 +278,7 @@ CheckResult check_case(const Case& c, const PlanOptions& options, std::uint64_t 
     res.message = "output element " + std::to_string(nan_at) + " is NaN (never written, or wrong)";
   } else if (bad_zero >= 0) {
     res.message = "output element " + std::to_string(bad_zero) + " should be exactly 0 but is " +
-                  std::to_string(cpu::load_as_double(out.data(), out_spec.dtype, bad_zero));
+                  std::to_string(cpu::load_as_double(out.data(), out_type, bad_zero));
   } else if (!(res.rel_error <= res.tolerance)) {
     res.message = "relative error " + std::to_string(res.rel_error) + " exceeds " + std::to_string(res.tolerance);
   } else {

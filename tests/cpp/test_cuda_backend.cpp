@@ -445,6 +445,58 @@ TEST(CudaBackend, HopperSwigluEpilogue) {
   EXPECT_EQ(fused_plans, cases) << "a case was not planned with the SwiGLU epilogue";
 }
 
+// Rows added into a table (PlanOptions::out_scatter_rows) by the Hopper family's epilogue, against
+// the float64 sums of the oracle's rounded rows: several rows into one table row (as an MoE
+// token's top-k rows), rows dropped (-1, past the table), every group pattern, both 16-bit types,
+// both weight layouts, both tile widths, every kind of CTA cluster, gathered rows; the table
+// starts with values the plan must add to. Every case planned with the epilogue.
+TEST(CudaBackend, HopperScatterAddRows) {
+  REQUIRE_GPU();
+  if (!device_is_hopper()) GTEST_SKIP() << "adding rows into a table is the Hopper family's";
+  const Shape shapes[] = {{1000, 192, 320, 4}, {777, 136, 264, 3}, {300, 128, 136, 8}, {40, 256, 520, 6}};
+  workloads::SplitMix64 rng(67);
+  std::uint64_t seed = 15000;
+  int cases = 0, scatter_plans = 0;
+  auto check = [&](verify::Case c, const char* spec) {
+    const std::int64_t m = c.spec.lhs.shape[0];
+    c.out_table_rows = m / 4 + 3;
+    for (std::int64_t i = 0; i < m; ++i) {
+      const std::uint64_t pick = rng.next() % 32;
+      c.out_rows.push_back(pick == 0   ? -1
+                           : pick == 1 ? std::int32_t(c.out_table_rows)
+                                       : std::int32_t(rng.next() % std::uint64_t(c.out_table_rows)));
+      c.row_scales.push_back(float(rng.uniform()));
+    }
+    c.description += std::string(" scattered ") + spec;
+    ++cases;
+    scatter_plans += expect_cuda_pass(c, seed++).find("scatter") != std::string::npos;
+  };
+  for (const char* spec : {"", "bn=128", "cluster=2", "cluster=2n", "cluster=4"}) {
+    ScopedVariant variant(spec);
+    const bool clusters = std::string(spec).rfind("cluster", 0) == 0;  // bf16, [E, K, N] only: the same tiles
+    for (DType dt : clusters ? std::vector<DType>{DType::kBF16} : std::vector<DType>{DType::kBF16, DType::kF16}) {
+      for (bool nk : clusters ? std::vector<bool>{false} : std::vector<bool>{false, true}) {
+        for (const Shape& sh : shapes) {
+          for (GroupPattern pat : kPatterns) {
+            verify::Case c = mode1_case(sh, verify::make_group_sizes(pat, sh.g, sh.m, rng), dt, dt, nk);
+            c.description += std::string(" ") + verify::group_pattern_name(pat);
+            check(c, spec);
+          }
+        }
+      }
+    }
+  }
+  for (GroupPattern pat : kPatterns) {  // gathered rows in, scattered rows out: the whole MoE down-and-combine
+    const Shape sh{500, 128, 136, 4};
+    verify::Case c = mode1_case(sh, verify::make_group_sizes(pat, sh.g, sh.m, rng), DType::kBF16, DType::kBF16, false);
+    c.lhs_table_rows = 97;
+    for (std::int64_t i = 0; i < sh.m; ++i) c.lhs_rows.push_back(std::int32_t(rng.next() % 100));
+    c.description += std::string(" gathered ") + verify::group_pattern_name(pat);
+    check(c, "");
+  }
+  EXPECT_EQ(scatter_plans, cases) << "a case was not planned with the scattering epilogue";
+}
+
 // The weight-gradient form of the Hopper family (mode 2: lhs [k, m], rhs [k, n], out [g, m, n]),
 // where group boundaries fall inside k tiles: odd sizes, empty groups (zero blocks), one group
 // holding every row, a tail no group covers, every output dtype, a group offset. On Hopper every

@@ -103,7 +103,8 @@ TEST(CudaCodegen, MoeKernelsCompileWithoutLocalMemory) {
     std::vector<const char*> kernels;
   } modules[] = {
       {"moe_permute", {"ragdot_moe_count", "ragdot_moe_offsets", "ragdot_moe_scatter", "ragdot_moe_sort_one_block",
-                       "ragdot_moe_gather", "ragdot_moe_gather_warps", "ragdot_moe_combine"}},
+                       "ragdot_moe_gather", "ragdot_moe_gather_warps", "ragdot_moe_combine",
+                       "ragdot_moe_finish_combine"}},
       {"moe_route", {"ragdot_moe_route", "ragdot_moe_route_backward"}},
       {"moe_swiglu", {"ragdot_moe_swiglu", "ragdot_moe_swiglu_backward"}},
       {"moe_combine_backward", {"ragdot_moe_combine_backward"}},
@@ -237,6 +238,39 @@ TEST(CudaCodegen, SwigluEpilogueIsPlannedOnTheHopperFamilyOnly) {
   v = choose_variant(plain, h);
   ASSERT_TRUE(v.ok());
   EXPECT_FALSE(v->swiglu);
+}
+
+// Rows added into a table (PlanOptions::out_scatter_rows): the Hopper family's epilogue, for
+// 16-bit outputs and either weight layout; elsewhere the cuda backend says it cannot.
+TEST(CudaCodegen, ScatterAddRowsIsPlannedOnTheHopperFamilyOnly) {
+  core::GroupGemmProblem p;
+  p.mode = RaggedMode::kNonContracting;
+  p.lhs_dtype = p.rhs_dtype = p.out_dtype = DType::kBF16;
+  p.num_groups = p.computed_groups = 128;
+  p.m = p.ragged_extent = 32768, p.k = 768, p.n = 2048;  // qwen3-30b-a3b's down projection
+  p.lhs_m = 768, p.lhs_k = 1;
+  p.rhs_g = 768 * 2048, p.rhs_k = 2048, p.rhs_n = 1;  // [E, K, N]
+  p.out_m = 2048, p.out_n = 1;
+  p.out_scatter_rows = 4096;  // the tokens
+  const DeviceTraits h{9, 0, 227 * 1024}, a100{8, 0, 163 * 1024};
+  auto v = choose_variant(p, h);
+  ASSERT_TRUE(v.ok()) << v.status().message();
+  EXPECT_EQ(v->family, KernelFamily::kWgmma);
+  EXPECT_TRUE(v->scatter_out);
+  EXPECT_NE(v->name().find("scatter"), std::string::npos) << v->name();
+  EXPECT_NE(generate_source(*v).find("kScatterOut = true"), std::string::npos);
+  const auto all = all_variants(h);
+  EXPECT_NE(std::find(all.begin(), all.end(), *v), all.end()) << v->name();
+  auto nk = p;  // [E, N, K] weights
+  nk.rhs_k = 1, nk.rhs_n = 768;
+  v = choose_variant(nk, h);
+  ASSERT_TRUE(v.ok()) << v.status().message();
+  EXPECT_TRUE(v->scatter_out && v->b_k_major) << v->name();
+  EXPECT_NE(std::find(all.begin(), all.end(), *v), all.end()) << v->name();
+  EXPECT_EQ(choose_variant(p, a100).status().code(), StatusCode::kUnsupported);
+  auto f32_out = p;
+  f32_out.out_dtype = DType::kF32;
+  EXPECT_EQ(choose_variant(f32_out, h).status().code(), StatusCode::kUnsupported);
 }
 
 // cuobjdump: $RAGDOT_CUOBJDUMP, the toolkit's, or the one of the PyPI wheel nvidia-cuda-cuobjdump.
@@ -382,7 +416,7 @@ TEST(CudaCodegen, HopperVariantsUseWgmmaAndTma) {
   const std::string cuobjdump = find_cuobjdump();
   ASSERT_FALSE(cuobjdump.empty()) << "cuobjdump not found: pip install nvidia-cuda-cuobjdump, or set RAGDOT_CUOBJDUMP";
   const DeviceTraits h{9, 0, 227 * 1024};
-  int checked = 0, pairs = 0, tma_stores = 0;
+  int checked = 0, pairs = 0, tma_stores = 0, scatters = 0;
   for (const auto& v : all_variants(h)) {
     if (v.family != KernelFamily::kWgmma || v.out != DType::kBF16) continue;
     const auto out = compile_to_cubin(generate_source(v), "ragdot_kernel.cu", embedded_kernel_headers(), arch_for(h));
@@ -408,6 +442,9 @@ TEST(CudaCodegen, HopperVariantsUseWgmmaAndTma) {
     // the TMA-store epilogue stores through TMA (UTMASTG); the others from registers only
     EXPECT_EQ(sass.find("UTMASTG") != std::string::npos, v.tma_store) << v.name() << ": TMA stores";
     tma_stores += v.tma_store;
+    // rows added into a table: 16-byte f32 vector reductions, and no plain stores of the product
+    EXPECT_EQ(sass.find("REDG.E.ADD.F32x4") != std::string::npos, v.scatter_out) << v.name() << ": vector reductions";
+    scatters += v.scatter_out;
     EXPECT_EQ(sass.find("UCGABAR_WAIT") != std::string::npos, v.cluster > 1) << v.name() << ": cluster barrier";
     EXPECT_EQ(sass.find("LDL"), std::string::npos) << v.name() << ": local-memory loads in the SASS";
     EXPECT_EQ(sass.find("STL"), std::string::npos) << v.name() << ": local-memory stores in the SASS";
@@ -417,6 +454,7 @@ TEST(CudaCodegen, HopperVariantsUseWgmmaAndTma) {
   EXPECT_GE(checked, 4);
   EXPECT_GE(pairs, 9);  // along m, n and both: mode 1 with both weight layouts, mode 2
   EXPECT_GE(tma_stores, 2);  // both tile widths
+  EXPECT_GE(scatters, 6);    // both tile widths, both weight layouts, gathered rows
 }
 
 class CacheDir {

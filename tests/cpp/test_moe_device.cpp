@@ -3,7 +3,8 @@
 // counted and given no row) for pair counts around the chunk size, 1 to 1024 experts, uniform,
 // skewed and all-in-one routing; the gather with both gather kernels (with and without a
 // per-token scale) and the weighted combine (overwrite and accumulate), bf16 and f32, rows that
-// allow 16-byte copies and rows that do not; the routers of every preset kind and SwiGLU against moe/router.cpp and moe/expert_ffn.cpp.
+// allow 16-byte copies and rows that do not; the sorted rows' combine weights (weight_of) and the
+// rounding of f32 sums an expert GEMM added the rows into (finish_combine); the routers of every preset kind and SwiGLU against moe/router.cpp and moe/expert_ffn.cpp.
 // Outputs are poisoned first. Label "gpu": skipped (not failed) where there is no GPU.
 #include <gtest/gtest.h>
 
@@ -92,16 +93,21 @@ TEST(MoeDevicePermutation, SortMatchesTheStableHostSort) {
           const std::vector<int> ex = route(pairs, experts, how, rng);
           const HostSort want = host_sort(ex, experts);
           DeviceBuffer d_ex(ex.size() * 4), gs(std::size_t(experts) * 4), row_of(ex.size() * 4), pair_of(ex.size() * 4),
-              bad(4), ws(perm->sort_workspace_bytes()), token_of(ex.size() * 4);
+              bad(4), ws(perm->sort_workspace_bytes()), token_of(ex.size() * 4), pair_w(ex.size() * 4),
+              weight_of(ex.size() * 4);
+          std::vector<float> w(ex.size());
+          for (auto& v : w) v = float(0.25 + rng.uniform());
           upload(d_ex, ex);
+          upload(pair_w, w);
+          poison(weight_of, ex.size() * 4);
           poison(gs, std::size_t(experts) * 4);
           poison(row_of, ex.size() * 4);
           poison(pair_of, ex.size() * 4);
           poison(bad, 4);
           poison(token_of, ex.size() * 4);
-          const moe::DeviceSortBuffers out{gs.p, row_of.p, pair_of.p, bad.p, token_of.p};
+          const moe::DeviceSortBuffers out{gs.p, row_of.p, pair_of.p, bad.p, token_of.p, weight_of.p};
           constexpr int kTopK = 3;  // token_of = pair / 3
-          Status st = perm->sort(d_ex.p, pairs, out, ws.p, gpu()->stream(), kTopK);
+          Status st = perm->sort(d_ex.p, pairs, out, ws.p, gpu()->stream(), kTopK, static_cast<const float*>(pair_w.p));
           ASSERT_TRUE(st.is_ok()) << st.to_string();
           const std::string what = std::string(kind == moe::SortKernel::kOneBlock ? "one block, " : "chunked, ") +
                                    std::to_string(pairs) + " pairs, " + std::to_string(experts) + " experts, routing " +
@@ -114,6 +120,10 @@ TEST(MoeDevicePermutation, SortMatchesTheStableHostSort) {
             std::vector<int> want_token(ex.size());
             for (std::size_t r = 0; r < ex.size(); ++r) want_token[r] = want.pair_of[r] < 0 ? -1 : want.pair_of[r] / kTopK;
             EXPECT_EQ(download<int>(token_of, ex.size()), want_token) << what;
+            std::vector<float> want_weight(ex.size());
+            for (std::size_t r = 0; r < ex.size(); ++r)
+              want_weight[r] = want.pair_of[r] < 0 ? 0.0f : w[std::size_t(want.pair_of[r])];
+            EXPECT_EQ(download<float>(weight_of, ex.size()), want_weight) << what;
           }
           ++cases;
         }
@@ -240,6 +250,44 @@ TEST(MoeDevicePermutation, GatherAndCombineMatchTheHost) {
       }
     }
   }
+}
+
+// The end of a combine whose rows an expert GEMM added into f32 sums: y = sums + addend, rounded,
+// for bf16 and f32 rows of a length that allows 8-wide accesses and one that does not.
+TEST(MoeDevicePermutation, FinishCombineRoundsTheSumsPlusTheAddend) {
+  REQUIRE_GPU();
+  auto perm = moe::DevicePermutation::create(0, 64, 4);
+  ASSERT_TRUE(perm.ok()) << perm.status().to_string();
+  workloads::SplitMix64 rng(13);
+  const std::int64_t tokens = 37;
+  for (DType dt : {DType::kBF16, DType::kF32}) {
+    for (std::int64_t hidden : {std::int64_t(64), std::int64_t(33)}) {
+      for (bool with_addend : {false, true}) {
+        const auto n = std::size_t(tokens * hidden);
+        std::vector<float> sums(n), addend(n);
+        for (auto& v : sums) v = float(rng.uniform() * 4 - 2);
+        for (auto& v : addend) v = float(rng.uniform() - 0.5);
+        const auto addend_rows = from_f32(addend, dt);
+        DeviceBuffer d_sums(n * 4), d_addend(addend_rows.size()), y(n * dtype_size(dt));
+        upload(d_sums, sums);
+        upload(d_addend, addend_rows);
+        poison(y, n * dtype_size(dt));
+        Status st = perm->finish_combine(static_cast<const float*>(d_sums.p), with_addend ? d_addend.p : nullptr,
+                                         tokens, hidden, dt, y.p, gpu()->stream());
+        ASSERT_TRUE(st.is_ok()) << st.to_string();
+        const auto got = as_f32(download<unsigned char>(y, n * dtype_size(dt)), dt);
+        const auto added = as_f32(addend_rows, dt);
+        std::vector<float> want(n);
+        for (std::size_t i = 0; i < n; ++i) {
+          const float v = sums[i] + (with_addend ? added[i] : 0.0f);
+          want[i] = dt == DType::kF32 ? v : to_f32(to_bf16(v));
+        }
+        EXPECT_EQ(got, want) << dtype_name(dt) << " hidden " << hidden << (with_addend ? " with addend" : "");
+      }
+    }
+  }
+  EXPECT_FALSE(perm->finish_combine(nullptr, nullptr, 4, 8, DType::kBF16, nullptr, gpu()->stream()).is_ok());
+  EXPECT_FALSE(perm->finish_combine(nullptr, nullptr, 4, 8, DType::kF16, nullptr, gpu()->stream()).is_ok());
 }
 
 // Every preset's router kind at its size, and the largest the device router takes.

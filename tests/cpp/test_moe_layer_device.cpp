@@ -297,6 +297,29 @@ TEST(DeviceMoeLayer, GatheredUpProjectionGivesTheBytesOfGatherFirst) {
   ASSERT_FALSE(a.y.empty());
 }
 
+// For each preset (1/16 of its size, 1024 tokens): the default layer's forward and backward, then
+// check(preset, config, inputs, results, hopper), which runs other forms of the layer on the same
+// inputs and compares them with those results.
+constexpr std::int64_t kFusedTokens = 1024;
+template <class Check>
+void against_the_default_layer(std::initializer_list<const char*> presets, std::uint64_t seed, Check check) {
+  auto dev = cuda::device(0);
+  ASSERT_TRUE(dev.ok());
+  const bool hopper = (*dev)->traits.cc_major == 9;
+  for (const char* preset : presets) {
+    auto config = moe::preset_config(preset, 16);
+    ASSERT_TRUE(config.ok()) << config.status().to_string();
+    const LayerData data = make_data(*config, kFusedTokens, seed);
+    auto plain = moe::DeviceMoeLayer::create(*config, kFusedTokens);
+    ASSERT_TRUE(plain.ok()) << plain.status().to_string();
+    DeviceLayerData d(data);
+    ASSERT_TRUE(run_device_layer(*plain, d).is_ok());
+    const LayerResult want = d.results(*plain);
+    ASSERT_FALSE(want.y.empty());
+    check(std::string(preset), *config, d, want, hopper);
+  }
+}
+
 // SwiGLU in the up projection's epilogue (DeviceMoeOptions::swiglu_in_up_gemm), alone and with
 // the rows read through the token index, against the SwiGLU kernel after the plain up projection:
 // the same products rounded the same way and the same silu expression, so the same bytes, forward
@@ -304,27 +327,16 @@ TEST(DeviceMoeLayer, GatheredUpProjectionGivesTheBytesOfGatherFirst) {
 // fused layer must really plan the epilogue.
 TEST(DeviceMoeLayer, SwigluInTheUpProjectionGivesTheBytesOfTheSwigluKernel) {
   REQUIRE_GPU();
-  auto dev = cuda::device(0);
-  ASSERT_TRUE(dev.ok());
-  const bool hopper = (*dev)->traits.cc_major == 9;
-  for (const char* preset : {"qwen3-30b-a3b", "deepseek-v3"}) {
-    auto config = moe::preset_config(preset, 16);
-    ASSERT_TRUE(config.ok()) << config.status().to_string();
-    const std::int64_t tokens = 1024;
-    const LayerData data = make_data(*config, tokens, 79);
-    auto plain = moe::DeviceMoeLayer::create(*config, tokens);
-    ASSERT_TRUE(plain.ok()) << plain.status().to_string();
-    DeviceLayerData d(data);
-    ASSERT_TRUE(run_device_layer(*plain, d).is_ok());
-    const LayerResult want = d.results(*plain);
-    ASSERT_FALSE(want.y.empty());
+  against_the_default_layer({"qwen3-30b-a3b", "deepseek-v3"}, 79, [](const std::string& preset, const moe::MoeConfig& config,
+                                                                     DeviceLayerData& d, const LayerResult& want,
+                                                                     bool hopper) {
     for (bool gathering : {false, true}) {
       moe::DeviceMoeOptions options;
       options.swiglu_in_up_gemm = true;
       options.gather_in_up_gemm = gathering;
-      auto fused = moe::DeviceMoeLayer::create(*config, tokens, options);
+      auto fused = moe::DeviceMoeLayer::create(config, kFusedTokens, options);
       ASSERT_TRUE(fused.ok()) << fused.status().to_string();
-      const std::string what = std::string(preset) + (gathering ? " with gathered rows" : "");
+      const std::string what = preset + (gathering ? " with gathered rows" : "");
       if (hopper) EXPECT_NE(fused->describe().find("swiglu"), std::string::npos) << what << "\n" << fused->describe();
       ASSERT_TRUE(run_device_layer(*fused, d).is_ok()) << what;
       const LayerResult got = d.results(*fused);
@@ -336,7 +348,46 @@ TEST(DeviceMoeLayer, SwigluInTheUpProjectionGivesTheBytesOfTheSwigluKernel) {
       EXPECT_TRUE(got.d_w_down == want.d_w_down) << what;
       EXPECT_TRUE(got.d_s_up == want.d_s_up) << what;
     }
-  }
+  });
+}
+
+// The combine in the down projection (DeviceMoeOptions::combine_in_down_gemm), alone and with the
+// SwiGLU in the up projection, against the combine kernel: y from the same rounded rows and
+// weights, summed in f32 in another order, so equal up to the last bit of a few elements; the
+// gradients the same bytes (backward runs the down projection again for the rows it reads). On
+// Hopper every fused layer must really plan the scattering down projection.
+TEST(DeviceMoeLayer, CombineInTheDownProjectionMatchesTheCombineKernel) {
+  REQUIRE_GPU();
+  against_the_default_layer({"qwen3-30b-a3b", "deepseek-v3", "llama4-scout"}, 83,
+                            [](const std::string& preset, const moe::MoeConfig& config, DeviceLayerData& d,
+                               const LayerResult& want, bool hopper) {
+    for (bool swiglu : {false, true}) {
+      moe::DeviceMoeOptions options;
+      options.combine_in_down_gemm = true;
+      options.swiglu_in_up_gemm = swiglu;
+      auto fused = moe::DeviceMoeLayer::create(config, kFusedTokens, options);
+      ASSERT_TRUE(fused.ok()) << fused.status().to_string();
+      const std::string what = preset + (swiglu ? " with the SwiGLU fused too" : "");
+      if (hopper) EXPECT_NE(fused->describe().find("scatter"), std::string::npos) << what << "\n" << fused->describe();
+      ASSERT_TRUE(run_device_layer(*fused, d).is_ok()) << what;
+      const LayerResult got = d.results(*fused);
+      EXPECT_EQ(got.group_sizes, want.group_sizes) << what;
+      ASSERT_EQ(got.y.size(), want.y.size());
+      double err2 = 0, ref2 = 0;
+      std::size_t differ = 0;
+      for (std::size_t i = 0; i < want.y.size(); ++i) {
+        err2 += double(got.y[i] - want.y[i]) * double(got.y[i] - want.y[i]);
+        ref2 += double(want.y[i]) * double(want.y[i]);
+        differ += got.y[i] != want.y[i];
+      }
+      EXPECT_LT(std::sqrt(err2 / std::max(ref2, 1e-30)), 2e-3) << what;
+      EXPECT_LT(double(differ), 0.2 * double(want.y.size())) << what << ": " << differ << " elements differ";
+      EXPECT_TRUE(got.d_x == want.d_x) << what;
+      EXPECT_TRUE(got.d_router == want.d_router) << what;
+      EXPECT_TRUE(got.d_w_up == want.d_w_up) << what;
+      EXPECT_TRUE(got.d_w_down == want.d_w_down) << what;
+    }
+  });
 }
 
 TEST(DeviceMoeLayer, GraphCaptureReplaysWithNewInputs) {

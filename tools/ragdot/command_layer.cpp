@@ -55,6 +55,7 @@ CommandHelp layer_help() {
       {"no-baseline", "", "do not run the padded baselines"},
       {"fused-gather", "", "GPU: the up projection reads x through the sort's index instead of after\nthe gather kernel (where the cuda backend can; DeviceMoeOptions::gather_in_up_gemm)"},
       {"fused-swiglu", "", "GPU: the up projection applies SwiGLU in its epilogue instead of a SwiGLU\nkernel after it (where the cuda backend can; DeviceMoeOptions::swiglu_in_up_gemm)"},
+      {"fused-combine", "", "GPU: the down projection adds its weighted rows into the tokens' outputs\ninstead of the combine kernel reading them back (where the cuda backend can;\nDeviceMoeOptions::combine_in_down_gemm)"},
   };
   h.examples =
       "  ragdot layer\n"
@@ -119,14 +120,15 @@ int command_layer(const std::vector<std::string>& args) {
     rq.baselines = !o.has("no-baseline");
     rq.fused_gather = o.has("fused-gather");
     rq.fused_swiglu = o.has("fused-swiglu");
+    rq.fused_combine = o.has("fused-combine");
     if (auto v = o.get("json")) {
       if (v->empty()) throw UsageError("--json needs a file name");
       rq.json_path = *v;
     }
     return run_gpu_layer(rq);
   }
-  if (o.has("json") || o.has("warmup") || o.has("fused-gather") || o.has("fused-swiglu")) {
-    throw UsageError("--json, --warmup, --fused-gather and --fused-swiglu go with --backend cuda");
+  if (o.has("json") || o.has("warmup") || o.has("fused-gather") || o.has("fused-swiglu") || o.has("fused-combine")) {
+    throw UsageError("--json, --warmup and the --fused-* options go with --backend cuda");
   }
 
   auto config = moe::preset_config(preset.name, shrink);

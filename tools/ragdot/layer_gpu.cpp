@@ -159,7 +159,10 @@ double total_ms(const std::vector<moe::DeviceMoeStepTime>& steps) {
   return ms;
 }
 
-const std::initializer_list<const char*> kForwardPermutation = {"sort", "gather", "combine"};
+// (with the combine in the down projection: clearing the sums and the last rounding kernel; the
+// additions themselves are in the down projection's time)
+const std::initializer_list<const char*> kForwardPermutation = {"sort", "gather", "combine", "combine clear",
+                                                                "combine finish"};
 // backward's "gather": the sorted rows for the up projection's weight gradient, when forward read
 // them straight from x (DeviceMoeOptions::gather_in_up_gemm)
 const std::initializer_list<const char*> kBackwardPermutation = {"combine backward", "gather backward",
@@ -307,9 +310,11 @@ int run_gpu_layer(const GpuLayerRequest& rq) {
   moe::DeviceMoeOptions ours_options;
   ours_options.gather_in_up_gemm = rq.fused_gather;
   ours_options.swiglu_in_up_gemm = rq.fused_swiglu;
+  ours_options.combine_in_down_gemm = rq.fused_combine;
   std::string ours_name = "ragdot (cuda)";
   if (rq.fused_gather) ours_name += ", gather fused into the up projection";
   if (rq.fused_swiglu) ours_name += ", SwiGLU fused into the up projection";
+  if (rq.fused_combine) ours_name += ", combine fused into the down projection";
   paths.push_back(run_path(ours_name, ours_options, c, rq, *tensors, *mem, rq.baselines));
   if (!paths[0].error.empty()) {
     std::fprintf(stderr, "ragdot layer: error: %s\n", paths[0].error.c_str());
@@ -344,6 +349,19 @@ int run_gpu_layer(const GpuLayerRequest& rq) {
       fused.swiglu_in_up_gemm = true;
       paths.push_back(run_path("ragdot (cuda), SwiGLU fused into the up projection", fused, c, rq, *tensors, *mem,
                                false));
+    }
+    // and with the combine in the down projection's epilogue (forward: no [T k, H] expert rows
+    // written and read back; backward runs the down projection again), alone and with the SwiGLU
+    if (!rq.fused_combine) {
+      moe::DeviceMoeOptions fused;
+      fused.combine_in_down_gemm = true;
+      paths.push_back(run_path("ragdot (cuda), combine fused into the down projection", fused, c, rq, *tensors, *mem,
+                               false));
+      if (!rq.fused_swiglu) {
+        fused.swiglu_in_up_gemm = true;
+        paths.push_back(run_path("ragdot (cuda), SwiGLU and combine fused into the projections", fused, c, rq,
+                                 *tensors, *mem, false));
+      }
     }
     if (paths[1].error.empty()) {
       check_error = relative_error(paths[0].y, paths[1].y);

@@ -22,6 +22,7 @@ struct GpuLayerRequest {
   bool baselines = true;
   bool fused_gather = false;  // DeviceMoeOptions::gather_in_up_gemm for ragdot's own path
   bool fused_swiglu = false;  // DeviceMoeOptions::swiglu_in_up_gemm for ragdot's own path
+  bool fused_combine = false;  // DeviceMoeOptions::combine_in_down_gemm for ragdot's own path
   std::optional<std::string> json_path;
 };
 

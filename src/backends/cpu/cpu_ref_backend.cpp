@@ -1,7 +1,9 @@
 // cpu_ref: the oracle as a backend. Obviously correct, float64 accumulation, slow by design.
 // Gathered lhs rows (PlanOptions::lhs_gather_rows) are copied into a dense lhs first, so the
 // evaluator itself never sees the index. The SwiGLU epilogue (PlanOptions::swiglu_epilogue) reads
-// the evaluator's gate and up columns, each rounded to the output dtype, as a stored product is.
+// the evaluator's gate and up columns, each rounded to the output dtype, as a stored product is;
+// the scatter-add of rows (PlanOptions::out_scatter_rows) adds each rounded row, scaled, into its
+// table row in f32, rows in order.
 #include <cstring>
 #include <optional>
 #include <vector>
@@ -15,8 +17,9 @@ namespace {
 
 class CpuRefPlan final : public detail::BackendPlan {
  public:
-  CpuRefPlan(const RaggedDot& op, std::optional<std::int64_t> gather_rows, bool swiglu)
-      : op_(op), gather_rows_(gather_rows), swiglu_(swiglu) {
+  CpuRefPlan(const RaggedDot& op, std::optional<std::int64_t> gather_rows, bool swiglu,
+             std::optional<std::int64_t> scatter_rows)
+      : op_(op), gather_rows_(gather_rows), swiglu_(swiglu), scatter_rows_(scatter_rows) {
     variant = "float64-loops";
     memory_space = MemorySpace::kHost;
     graph_safe = false;
@@ -41,6 +44,22 @@ class CpuRefPlan final : public detail::BackendPlan {
     auto ev = cpu::ReferenceEvaluator::create(op_, lhs, a.rhs.data, a.group_sizes.data, a.group_offset.data);
     if (!ev.ok()) return ev.status();
     const DType out = op_.out().dtype;
+    if (scatter_rows_) {
+      const std::int64_t rows = op_.out().shape[0], n = op_.out().shape[1];
+      const auto* index = static_cast<const std::int32_t*>(a.out_rows.data);
+      const auto* scales = static_cast<const float*>(a.row_scales.data);
+      auto* table = static_cast<float*>(a.out.data);
+      double scratch = 0;  // one element of the output dtype, to round through
+      for (std::int64_t r = 0; r < rows; ++r) {
+        const std::int64_t to = index[r];
+        if (to < 0 || to >= *scatter_rows_) continue;
+        for (std::int64_t c = 0; c < n; ++c) {
+          cpu::store_from_double(&scratch, out, 0, ev->at(r * n + c));
+          table[to * n + c] += float(cpu::load_as_double(&scratch, out, 0)) * scales[r];
+        }
+      }
+      return Status::ok();
+    }
     if (swiglu_) {
       // out [M, N] row-major (the planner's rule): act[r, c] from gate [r, c] and up [r, N / 2 + c]
       const std::int64_t rows = op_.out().shape[0], half = op_.out().shape[1] / 2;
@@ -61,6 +80,7 @@ class CpuRefPlan final : public detail::BackendPlan {
   RaggedDot op_;
   std::optional<std::int64_t> gather_rows_;
   bool swiglu_;
+  std::optional<std::int64_t> scatter_rows_;
 };
 
 class CpuRefBackend final : public Backend {
@@ -71,9 +91,10 @@ class CpuRefBackend final : public Backend {
   std::string describe() const override { return "reference loops, float64 accumulation"; }
   bool gathers_lhs_rows() const override { return true; }
   bool fuses_swiglu() const override { return true; }
+  bool scatters_out_rows() const override { return true; }
   Result<std::unique_ptr<detail::BackendPlan>> plan(const PlanRequest& r) const override {
     return std::unique_ptr<detail::BackendPlan>(
-        new CpuRefPlan(r.op, r.problem.lhs_gather_rows, r.problem.swiglu_epilogue));
+        new CpuRefPlan(r.op, r.problem.lhs_gather_rows, r.problem.swiglu_epilogue, r.problem.out_scatter_rows));
   }
 };
 

@@ -94,6 +94,7 @@ RagdotKernelParams static_params(const core::GroupGemmProblem& p) {
   k.ragged_extent = p.ragged_extent;
   k.ragged_unit = p.ragged_unit;
   k.lhs_table_rows = p.lhs_gather_rows.value_or(0);
+  k.out_table_rows = p.out_scatter_rows.value_or(0);
   k.num_groups = int(p.num_groups);
   k.computed_groups = int(p.computed_groups);
   k.gs_is_int64 = p.gs_dtype == DType::kI64 ? 1 : 0;
@@ -157,6 +158,8 @@ class CudaPlan final : public detail::BackendPlan {
     k.group_offset = has_offset_ ? static_cast<const int*>(a.group_offset.data) : nullptr;
     k.out = a.out.data;
     k.lhs_rows = variant_.gather_a ? static_cast<const int*>(a.lhs_rows.data) : nullptr;
+    k.out_rows = variant_.scatter_out ? static_cast<const int*>(a.out_rows.data) : nullptr;
+    k.row_scales = variant_.scatter_out ? static_cast<const float*>(a.row_scales.data) : nullptr;
     if (checked_) {
       CUdeviceptr flag = reinterpret_cast<CUdeviceptr>(a.workspace.data);
       RAGDOT_CU_RETURN_IF_ERROR(d->cuMemsetD32Async(flag, 0, 1, stream), "cuMemsetD32Async");
@@ -175,11 +178,12 @@ class CudaPlan final : public detail::BackendPlan {
                                 std::to_string(params_.num_groups - params_.computed_groups) + "]");
     }
     // An empty dimension: nothing to multiply. With k = 0 the output is all zeros (zero bits are
-    // +0 in every float dtype); with m, n or a batch dim of 0 there is no output. The kernels are
-    // not launched: the Hopper family's tensor maps cannot describe an empty operand.
+    // +0 in every float dtype), and a scatter table gains nothing; with m, n or a batch dim of 0
+    // there is no output. The kernels are not launched: the Hopper family's tensor maps cannot
+    // describe an empty operand.
     if (problem_.m == 0 || problem_.n == 0 || problem_.k == 0 || problem_.outer_count() == 0) {
       const std::size_t out_bytes = std::size_t(problem_.out_elements) * dtype_size(problem_.out_dtype);
-      if (out_bytes > 0) {
+      if (out_bytes > 0 && !problem_.out_scatter_rows) {
         RAGDOT_CU_RETURN_IF_ERROR(d->cuMemsetD8Async(reinterpret_cast<CUdeviceptr>(a.out.data), 0, out_bytes, stream),
                                   "cuMemsetD8Async (the output of an empty product)");
       }
@@ -277,6 +281,7 @@ class CudaBackend final : public Backend {
   MemorySpace memory_space() const override { return MemorySpace::kDevice; }
   bool gathers_lhs_rows() const override { return true; }  // choose_variant says where it cannot
   bool fuses_swiglu() const override { return true; }      // the same
+  bool scatters_out_rows() const override { return true; }  // the same
   Status available() const override {
     std::string why;
     if (cuda::device_count(&why) == 0) return unavailable(why);

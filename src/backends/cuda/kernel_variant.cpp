@@ -150,7 +150,7 @@ std::string KernelVariant::name() const {
   else if (family == KernelFamily::kWgmma)
     s << " tma s" << stages << (gather_a ? " gatherA" : "")
       << (cluster > 1 ? " cluster" + std::to_string(cluster) + (cluster == 2 && cluster_along_n ? "n" : "") : "")
-      << (tma_store ? " tmastore" : "") << (swiglu ? " swiglu" : "");
+      << (tma_store ? " tmastore" : "") << (swiglu ? " swiglu" : "") << (scatter_out ? " scatter" : "");
   else s << " t" << tm << 'x' << tn;
   return s.str();
 }
@@ -168,6 +168,7 @@ std::string generate_source(const KernelVariant& v) {
       << "  static constexpr bool kClusterAlongN = " << (v.cluster_along_n ? "true" : "false") << ";\n"
       << "  static constexpr bool kTmaStore = " << (v.tma_store ? "true" : "false") << ";\n"
       << "  static constexpr bool kSwiglu = " << (v.swiglu ? "true" : "false") << ";\n"
+      << "  static constexpr bool kScatterOut = " << (v.scatter_out ? "true" : "false") << ";\n"
       << "  typedef ragdot::" << type_tag(v.lhs) << " In;\n"
       << "  typedef ragdot::" << type_tag(v.out) << " Out;\n"
       << "};\n\n"
@@ -274,6 +275,15 @@ Result<KernelVariant> choose_variant(const core::GroupGemmProblem& p, const Devi
   const bool gather = p.lhs_gather_rows.has_value();
   // an empty table makes every row zero, and may be a null pointer: the caller's to skip
   if (gather && *p.lhs_gather_rows < 1) return unsupported("gathered lhs rows from an empty table");
+  if (p.out_scatter_rows) {
+    // only the Hopper family adds its rows into a table (vector reductions from its epilogue)
+    if (!(mma && wgmma_mode1 && is_hopper(d) && p.is_single_batch() && is_16bit_float(p.out_dtype)))
+      return unsupported("adding rows into a table needs the Hopper wgmma family (sm_90a, 16-bit inputs and outputs)");
+    KernelVariant v = wgmma_variant(mode, p.lhs_dtype, p.out_dtype, b_k, p.n >= 256 ? 256 : 128, d, gather);
+    v.scatter_out = true;
+    if (v.stages >= 2) return v;
+    return unsupported("the scattering tile does not fit in shared memory");
+  }
   if (p.swiglu_epilogue) {
     // only the Hopper family has the epilogue: its tile loads gate and up boxes of an [G, K, N] rhs
     if (!(mma && wgmma_mode1 && is_hopper(d) && p.is_single_batch() && !b_k && is_16bit_float(p.out_dtype)))
@@ -436,6 +446,13 @@ std::vector<KernelVariant> all_variants(const DeviceTraits& d) {
                   v.cluster = 2;
                   out.push_back(v);
                 }
+              }
+            // rows added into a table (PlanOptions::out_scatter_rows), both weight layouts, gathered rows
+            if (o != DType::kF32)
+              for (int form = 0; form < 3; ++form) {
+                KernelVariant v = wgmma_variant(1, in, o, form == 1, bn, d, form == 2);
+                v.scatter_out = true;
+                out.push_back(v);
               }
             // CTA clusters sharing B, A or both (RAGDOT_CUDA_VARIANT=cluster=2, 2n or 4)
             for (int kind = 0; kind < 3; ++kind)

@@ -33,6 +33,7 @@ struct KernelVariant {
   bool cluster_along_n = false;  //   along m (B shared) or, with this, along n (A shared); 4 = 2 x 2
   bool tma_store = false;        // wgmma mode 2, 16-bit out: epilogue through shared memory and TMA stores
   bool swiglu = false;           // wgmma mode 1: out = silu(gate) * up of the product's halves
+  bool scatter_out = false;      // wgmma mode 1: rows added (scaled) into an f32 table through an index
 
   int threads() const;
   bool pairs_along_m() const { return cluster == 4 || (cluster == 2 && !cluster_along_n); }  // B shared
