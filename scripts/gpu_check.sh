@@ -9,7 +9,8 @@
 # --skip leaves out the GPU tests whose Suite.Name matches REGEX (e.g. a slow one already run);
 # --only runs only those that match. --no-peers benchmarks ragdot's cuda backend and the dense
 # roof alone (no cuBLAS, PyTorch or JAX peers): with --only it measures kernel variants in one
-# short call, e.g. --only 'ClusterPairs|TmaStore|TileBlocks' --no-sanitizer --no-peers.
+# short call, e.g. --only 'ClusterPairs|TmaStore|TileBlocks|Swiglu|ScatterAdd|EmptyDimensions' --no-sanitizer
+# --no-peers.
 # --sweep times the cuda backend again under each RAGDOT_CUDA_VARIANT override in SPECS
 # (';'-separated) beside the planner's choice, on every benchmark case (default
 # "cluster=2;cluster=2n;cluster=4;raster=25600;epilogue=tma;epilogue=tma,bn=192;bn=128": the

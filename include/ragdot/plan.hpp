@@ -83,18 +83,20 @@ struct ExecuteReport {
   double host_bridge_ms = 0.0;
 };
 
+// The first seven fields in order: {lhs, rhs, group_sizes, group_offset, out, workspace, stream}.
+// The row indices of the gathering and scattering plans come last.
 struct ExecuteArgs {
   ConstBuffer lhs;
   ConstBuffer rhs;
   ConstBuffer group_sizes;
   ConstBuffer group_offset;  // int32[1]; only when the op has a GroupOffset
-  ConstBuffer lhs_rows;      // int32[M]; only when planned with PlanOptions::lhs_gather_rows
-  ConstBuffer out_rows;      // int32[M]; only when planned with PlanOptions::out_scatter_rows
-  ConstBuffer row_scales;    // float32[M]; the same
   MutableBuffer out;
   MutableBuffer workspace;   // at least Plan::workspace_bytes(); may be empty when that is 0
   void* stream = nullptr;    // CUstream for device backends; ignored by host backends
   ExecuteReport* report = nullptr;
+  ConstBuffer lhs_rows;      // int32[M]; only when planned with PlanOptions::lhs_gather_rows
+  ConstBuffer out_rows;      // int32[M]; only when planned with PlanOptions::out_scatter_rows
+  ConstBuffer row_scales;    // float32[M]; the same
 };
 
 class Plan {
