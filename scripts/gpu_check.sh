@@ -131,10 +131,12 @@ if [ $run_tests = 1 ] && [ $run_sanitizer = 1 ]; then
       filter="$filter:CudaBackend.HopperClusterPairsSmallAlong$axis"
     fi
   done
-  # the weight gradient's TMA-store epilogue, likewise once its matrix passed
-  if [ -z "${RAGDOT_SANITIZE_FILTER:-}" ] && grep -q "HopperWeightGradientTmaStore exit 0" "$OUT/gpu_tests.txt"; then
-    filter="$filter:CudaBackend.HopperWeightGradientTmaStoreSmall"
-  fi
+  # the TMA-store, SwiGLU and scatter epilogues, likewise once their matrices passed
+  for small in HopperWeightGradientTmaStore HopperSwigluEpilogue HopperScatterAddRows; do
+    if [ -z "${RAGDOT_SANITIZE_FILTER:-}" ] && grep -q "$small exit 0" "$OUT/gpu_tests.txt"; then
+      filter="$filter:CudaBackend.${small}Small"
+    fi
+  done
   for tool in memcheck racecheck synccheck; do
     timeout 200 compute-sanitizer --tool $tool --error-exitcode 3 "$BIN/test_cuda_backend" --gtest_filter="$filter" \
       > "$OUT/sanitizer_$tool.txt" 2>&1
@@ -147,7 +149,8 @@ if [ $run_tests = 1 ] && [ $run_sanitizer = 1 ]; then
       echo "$tool (cublas, padded) exit $? : $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/sanitizer_cublas_$tool.txt" | tail -1)" >> "$LOG"
     fi
     timeout 200 compute-sanitizer --tool $tool --error-exitcode 3 "$BIN/test_moe_device" \
-      --gtest_filter='MoeDevicePermutation.GatherAndCombine*:MoeDevicePermutation.Rejects*:MoeDeviceOps.*' > "$OUT/sanitizer_moe_$tool.txt" 2>&1
+      --gtest_filter='MoeDevicePermutation.GatherAndCombine*:MoeDevicePermutation.Rejects*:MoeDevicePermutation.SortSmall:MoeDevicePermutation.FinishCombine*:MoeDeviceOps.*' \
+      > "$OUT/sanitizer_moe_$tool.txt" 2>&1
     echo "$tool (moe kernels) exit $? : $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/sanitizer_moe_$tool.txt" | tail -1)" >> "$LOG"
   done
   cat "$OUT"/sanitizer_*.txt | grep -E "SUMMARY|Invalid|Race|error" | head -40 > "$OUT/sanitizer.txt"

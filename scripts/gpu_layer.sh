@@ -76,7 +76,7 @@ if [ $tests = 1 ]; then
   # one process per test, each with its own time limit, so that a hang names its test
   for prog in test_moe_layer_device test_moe_device; do
     filter='*'
-    [ $prog = test_moe_device ] && filter='MoeDeviceOps.*:MoeDevicePermutation.Combine*:MoeDeviceFill.*'
+    [ $prog = test_moe_device ] && filter='MoeDeviceOps.*:MoeDevicePermutation.*:MoeDeviceFill.*'
     for t in $("$BIN/$prog" --gtest_filter="$filter" --gtest_list_tests | awk '/^[^ ]/{suite=$1} /^  /{print suite $1}'); do
       t0=$(date +%s)
       timeout 180 "$BIN/$prog" --gtest_filter="$t" >> "$OUT/layer_tests.txt" 2>&1
@@ -136,7 +136,7 @@ if [ -n "$variants" ]; then
       env "${assignments[@]}" timeout 120 "$BIN/ragdot" layer --backend cuda --model "$preset" --tokens "$tokens" \
         --reps $reps --no-baseline "${options[@]}" --json "$f" >> "$OUT/layer_runs.txt" 2>&1
       echo "ragdot layer $preset $tokens under $spec exit $? ($(elapsed))" | tee -a "$LOG" >> "$OUT/layer_runs.txt"
-      variant_args+=(--variant "$spec=$f")
+      variant_args+=("--variant=$spec=$f")  # (one argument: a spec may start with --)
     done
   done
   "$PY" bench/moe_layer_report.py "${layer_args[@]}" "${variant_args[@]}" --variants-md "$OUT/layer_variants.md" \

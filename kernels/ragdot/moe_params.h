@@ -41,6 +41,7 @@ typedef struct RagdotMoeRowsParams {
   int accumulate;          /* combine: add to y (the shared experts' output) instead of overwriting */
   const void* addend;      /* combine: [tokens, hidden] added to every token's sum, or null */
   const float* acc;        /* finish_combine: [tokens, hidden] f32 sums of the token's weighted rows */
+  int stream_rows;         /* gather (warps): store the rows evict-first (they outgrow L2) */
 } RagdotMoeRowsParams;
 
 /* Router kinds, as ragdot::workloads::RouterKind numbers them. */

@@ -354,9 +354,9 @@ namespace ragdot {
 constexpr int kGatherUnroll = 8;
 
 // The gather of sorted row r, whose pair is `pair`, by one warp: each lane issues all its loads
-// of a stretch of kGatherUnroll x 32 pieces (a whole 4 KiB bf16 row of 2048) before their stores,
-// and the stores stream (evict first), so that the tokens' rows, read top_k times, stay in L2.
-// The same values as moe_gather_row.
+// of a stretch of kGatherUnroll x 32 pieces (a whole 4 KiB bf16 row of 2048) before their stores.
+// Rows too many for L2 are stored streaming (evict first, p.stream_rows), so that the tokens' rows,
+// read top_k times, stay there. The same values as moe_gather_row.
 template <class T>
 __device__ __forceinline__ void moe_gather_row_warp(const RagdotMoeRowsParams& p, long long r, int pair, int lane) {
   typedef typename Storage<T>::type S;
@@ -380,7 +380,9 @@ __device__ __forceinline__ void moe_gather_row_warp(const RagdotMoeRowsParams& p
       }
 #pragma unroll
       for (int q = 0; q < kGatherUnroll; ++q) {
-        if (c0 + 32 * q < n) __stcs(d4 + c0 + 32 * q, v[q]);
+        if (c0 + 32 * q >= n) continue;
+        if (p.stream_rows) __stcs(d4 + c0 + 32 * q, v[q]);
+        else d4[c0 + 32 * q] = v[q];
       }
     }
     return;
@@ -413,8 +415,8 @@ __device__ __forceinline__ void moe_gather_row_warp(const RagdotMoeRowsParams& p
 
 }  // namespace ragdot
 
-// grid: warps over the sorted rows (grid-stride), block 256. A warp loads its next row's pair
-// while it copies the current row. (ragdot_moe_gather gives each row a whole block, one 16-byte
+// grid: warps over the sorted rows (grid-stride, about four rows per warp), block 256. A warp
+// loads its next row's pair while it copies the current row. (ragdot_moe_gather gives each row a whole block, one 16-byte
 // piece per thread behind two dependent round trips, the pair and then the row: on an H200 it
 // moved qwen3-30b-a3b's rows at 2.5 TB/s, 0.78x the time of a copy that reads them from DRAM.)
 extern "C" __global__ void __launch_bounds__(256) ragdot_moe_gather_warps(const RagdotMoeRowsParams p) {

@@ -155,11 +155,12 @@ struct DeviceMoeLayer::State {
   Buffers b;
   bool forwarded = false;
   bool gathered_up = false;  // plans[routed up] reads its rows from x through b.token_of
-  bool rows_gathered = false;  // b.rows holds the last forward's sorted rows
-  std::optional<Plan> swiglu_up;  // the routed up projection with the SwiGLU epilogue (into b.act)
-  bool up_stale = false;          // forward ran swiglu_up: b.up does not hold its product
+  // The fused forms of the routed projections. When one exists, forward always runs it (expert
+  // parallelism, which would not, excludes them), so b.up or b.out never holds forward's product
+  // and backward always computes it again: decided by the plan, not by what the host last ran,
+  // which a graph replay of forward would not update.
+  std::optional<Plan> swiglu_up;     // the routed up projection with the SwiGLU epilogue (into b.act)
   std::optional<Plan> scatter_down;  // the routed down projection adding its rows into b.sums
-  bool down_stale = false;           // forward ran scatter_down: b.out does not hold the expert rows
   bool combined_in_down() const { return scatter_down.has_value(); }
   // the sort's token index: read by the gathering up projection and the scattering down projection
   bool needs_token_of() const { return gathered_up || combined_in_down(); }
@@ -251,9 +252,6 @@ struct DeviceMoeLayer::State {
   Status forward(const void* x, const DeviceMoeParams& p, void* y, CUstream st, StepMarks* mk) {
     const std::int64_t h = c.hidden, f = c.ffn, k = c.top_k, s = c.shared_experts;
     forwarded = false;
-    rows_gathered = false;
-    up_stale = false;
-    down_stale = false;
     RAGDOT_RETURN_IF_ERROR(mark(mk, st, "start"));
     RAGDOT_RETURN_IF_ERROR(gemm(kRouterLogits, x, p.router, b.one_group, b.logits, st));
     RAGDOT_RETURN_IF_ERROR(mark(mk, st, "router logits"));
@@ -264,7 +262,6 @@ struct DeviceMoeLayer::State {
     if (!gathered_up) {
       RAGDOT_RETURN_IF_ERROR(perm->gather(x, llama4() ? b.scale : nullptr, sorted(), t, k, h, kAct, b.rows, st));
       RAGDOT_RETURN_IF_ERROR(mark(mk, st, "gather"));
-      rows_gathered = true;
     }
     if (comm) {
       RAGDOT_RETURN_IF_ERROR(remote_experts(p, st, mk));
@@ -272,7 +269,6 @@ struct DeviceMoeLayer::State {
       if (swiglu_up) {
         RAGDOT_RETURN_IF_ERROR(swiglu_up_gemm(x, p.w_up, st));
         RAGDOT_RETURN_IF_ERROR(mark(mk, st, gathered_up ? "gather + up + swiglu" : "up + swiglu"));
-        up_stale = true;
       } else {
         if (gathered_up) {
           RAGDOT_RETURN_IF_ERROR(gathered_up_gemm(x, p.w_up, st));
@@ -294,7 +290,6 @@ struct DeviceMoeLayer::State {
         RAGDOT_RETURN_IF_ERROR(run_plan(*scatter_down, b.act, p.w_down, b.group_sizes, b.sums,
                                         {b.ws, ws_bytes, MemorySpace::kDevice}, st, nullptr, nullptr, &into_tokens));
         RAGDOT_RETURN_IF_ERROR(mark(mk, st, "down + combine"));
-        down_stale = true;
       } else {
         RAGDOT_RETURN_IF_ERROR(gemm(kRouted + kFfnDown, b.act, p.w_down, b.group_sizes, b.out, st));
         RAGDOT_RETURN_IF_ERROR(mark(mk, st, "down"));
@@ -310,7 +305,7 @@ struct DeviceMoeLayer::State {
       if (j > 0) RAGDOT_RETURN_IF_ERROR(ops->accumulate(b.s_out, b.s_tmp, t * h, kAct, st));
     }
     if (s > 0) RAGDOT_RETURN_IF_ERROR(mark(mk, st, "shared experts"));
-    if (down_stale) {
+    if (combined_in_down()) {
       RAGDOT_RETURN_IF_ERROR(perm->finish_combine(b.sums, s > 0 ? b.s_out : nullptr, t, h, kAct, y, st));
       RAGDOT_RETURN_IF_ERROR(mark(mk, st, "combine finish"));
     } else {
@@ -360,10 +355,9 @@ struct DeviceMoeLayer::State {
     const std::int64_t h = c.hidden, f = c.ffn, k = c.top_k, s = c.shared_experts;
     const int* gs = b.group_sizes;
     RAGDOT_RETURN_IF_ERROR(mark(mk, st, "start"));
-    if (down_stale) {  // forward added the expert rows into their tokens' sums: the combine's backward needs them
+    if (combined_in_down()) {  // forward added the expert rows into their tokens' sums: the combine's backward needs them
       RAGDOT_RETURN_IF_ERROR(gemm(kRouted + kFfnDown, b.act, p.w_down, gs, b.out, st));
       RAGDOT_RETURN_IF_ERROR(mark(mk, st, "down again"));
-      down_stale = false;
     }
     // combine: y[t] = sum_j w[t,j] out[row(t,j)] -> d_out[row] = w dy[t], d_w[t,j] = dy[t] . out[row]
     RAGDOT_RETURN_IF_ERROR(
@@ -375,14 +369,13 @@ struct DeviceMoeLayer::State {
       RAGDOT_RETURN_IF_ERROR(gemm(kRouted + kFfnWeightGradDown, b.act, b.d_rows, gs, g.d_w_down, st));
       RAGDOT_RETURN_IF_ERROR(mark(mk, st, "down: d_w"));
     }
-    if (up_stale) {  // forward wrote the activations only: the SwiGLU backward needs the product
+    if (swiglu_up) {  // forward wrote the activations only: the SwiGLU backward needs the product
       if (gathered_up) {
         RAGDOT_RETURN_IF_ERROR(gathered_up_gemm(x, p.w_up, st));
       } else {
         RAGDOT_RETURN_IF_ERROR(gemm(kRouted + kFfnUp, b.rows, p.w_up, gs, b.up, st));
       }
       RAGDOT_RETURN_IF_ERROR(mark(mk, st, "up again"));
-      up_stale = false;
     }
     RAGDOT_RETURN_IF_ERROR(ops->swiglu_backward(b.up, b.d_act, m, f, kAct, b.d_up, st));
     RAGDOT_RETURN_IF_ERROR(mark(mk, st, "swiglu backward"));
@@ -390,10 +383,9 @@ struct DeviceMoeLayer::State {
     RAGDOT_RETURN_IF_ERROR(gemm(kRouted + kFfnDataGradIn, b.d_up, p.w_up, gs, b.d_rows, st));
     RAGDOT_RETURN_IF_ERROR(mark(mk, st, "up: d_rows"));
     if (g.d_w_up) {
-      if (!rows_gathered) {  // forward read x through the index: the sorted rows exist only now
+      if (gathered_up) {  // forward read x through the index: the sorted rows exist only now
         RAGDOT_RETURN_IF_ERROR(perm->gather(x, nullptr, sorted(), t, k, h, kAct, b.rows, st));
         RAGDOT_RETURN_IF_ERROR(mark(mk, st, "gather"));
-        rows_gathered = true;
       }
       RAGDOT_RETURN_IF_ERROR(gemm(kRouted + kFfnWeightGradUp, b.rows, b.d_up, gs, g.d_w_up, st));
       RAGDOT_RETURN_IF_ERROR(mark(mk, st, "up: d_w"));
@@ -748,8 +740,9 @@ std::size_t DeviceMoeLayer::device_bytes() const { return s_->bytes; }
 
 bool DeviceMoeLayer::graph_safe() const {
   if (s_->comm) return false;  // the exchange's plan waits for the host
-  return std::all_of(s_->plans.begin(), s_->plans.end(),
-                     [](const Plan& p) { return p.graph_safe() && !p.needs_host_sync(); });
+  const auto safe = [](const Plan& p) { return p.graph_safe() && !p.needs_host_sync(); };
+  return std::all_of(s_->plans.begin(), s_->plans.end(), safe) && (!s_->swiglu_up || safe(*s_->swiglu_up)) &&
+         (!s_->scatter_down || safe(*s_->scatter_down));
 }
 
 std::string DeviceMoeLayer::describe() const {

@@ -22,6 +22,15 @@ std::size_t align_up(std::size_t x) { return (x + 255) / 256 * 256; }
 std::int64_t chunks_of(std::int64_t pairs) { return (pairs + RAGDOT_MOE_CHUNK - 1) / RAGDOT_MOE_CHUNK; }
 // ragdot_moe_sort_one_block's dynamic shared memory: one int per warp (32) and expert
 std::int64_t one_block_table_bytes(std::int64_t experts) { return 32 * experts * 4; }
+// Past this many pairs the one-block sort (one SM) hands over to the chunked one, whose count and
+// scatter kernels spread over the GPU: 32768 tokens of top-8 are 256Ki pairs, ~8Ki per warp.
+constexpr std::int64_t kOneBlockMaxPairs = std::int64_t(1) << 17;
+// The warp gather gives each warp about this many rows, so that it loads the next row's pair
+// while it copies one; the grid stays within what the GPU holds at once.
+constexpr std::int64_t kGatherRowsPerWarp = 4;
+// Gathered rows larger than this are stored streaming (evict first): they cannot stay in L2
+// for the up projection anyway, and would push out the tokens the gather reads top-k times.
+constexpr std::int64_t kStreamRowsBytes = std::int64_t(32) << 20;
 CUdeviceptr dptr(const void* p) { return reinterpret_cast<CUdeviceptr>(p); }
 }  // namespace
 
@@ -32,6 +41,7 @@ struct DevicePermutation::State {
   CUfunction combine_backward = nullptr, sort_one_block = nullptr, gather_warps = nullptr, finish_combine = nullptr;
   std::int64_t max_pairs = 0, experts = 0;
   PermutationKernels kernels;
+  bool one_block_fits = false;  // the one-block sort's table fits the device's shared memory
 };
 
 Result<SortKernel> sort_kernel_from_env() {
@@ -93,14 +103,19 @@ Result<DevicePermutation> DevicePermutation::create(int device, std::int64_t max
   for (const auto& f : fns) {
     RAGDOT_CU_RETURN_IF_ERROR(cuda::driver()->cuModuleGetFunction(f.f, s->module->module, f.name), f.name);
   }
-  // the one-block sort's [32 warps, experts] table: past 48 KiB (384 experts) only when asked for
-  if (one_block_table_bytes(experts) > 48 * 1024) {
-    RAGDOT_CU_RETURN_IF_ERROR(
-        cuda::driver()->cuFuncSetAttribute(s->sort_one_block, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                           int(one_block_table_bytes(experts))),
-        "cuFuncSetAttribute (ragdot_moe_sort_one_block's shared memory)");
-  }
+  // The one-block sort's [32 warps, experts] table: past 48 KiB (384 experts) it needs the
+  // device's opt-in limit, and where that is too small (1024 experts on a 99 KiB GPU) the
+  // chunked sort runs instead.
   s->kernels = kernels;
+  if (kernels.sort == SortKernel::kOneBlock) {
+    const std::int64_t table = one_block_table_bytes(experts);
+    s->one_block_fits = table + 1024 <= s->device->traits.max_dynamic_smem;  // (plus its static scan scratch)
+    if (s->one_block_fits && table > 48 * 1024) {
+      RAGDOT_CU_RETURN_IF_ERROR(cuda::driver()->cuFuncSetAttribute(
+                                    s->sort_one_block, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, int(table)),
+                                "cuFuncSetAttribute (ragdot_moe_sort_one_block's shared memory)");
+    }
+  }
   RAGDOT_ASSIGN_OR_RETURN(s->backward_module,
                           cuda::load_module(*s->device, "#include \"ragdot/moe_combine_backward.cuh\"\n",
                                             "ragdot_moe_combine_backward.cu"));
@@ -148,7 +163,7 @@ Status DevicePermutation::sort(const void* experts, std::int64_t pairs, const De
   p.bad_experts = static_cast<int*>(out.bad_experts);
   const auto* d = cuda::driver();
   void* args[] = {&p};
-  if (s_->kernels.sort == SortKernel::kOneBlock) {
+  if (s_->kernels.sort == SortKernel::kOneBlock && s_->one_block_fits && pairs <= kOneBlockMaxPairs) {
     // it writes every output itself, the group sizes and the bad count even with no pairs
     RAGDOT_CU_RETURN_IF_ERROR(d->cuLaunchKernel(s_->sort_one_block, 1, 1, 1, 1024, 1, 1,
                                                 unsigned(one_block_table_bytes(p.num_experts)), st, args, nullptr),
@@ -233,8 +248,11 @@ Status DevicePermutation::gather(const void* x, const float* scale, const Device
   p.rows = rows;
   if (s_->kernels.gather == GatherKernel::kWarps) {
     constexpr std::int64_t kWarpsPerBlock = kRowThreads / 32;
-    return launch_rows(s_->gather_warps, *s_->device, (p.pairs + kWarpsPerBlock - 1) / kWarpsPerBlock, p, stream,
-                       "launching ragdot_moe_gather_warps");
+    const std::int64_t rows_per_block = kWarpsPerBlock * kGatherRowsPerWarp;
+    const std::int64_t blocks = std::min<std::int64_t>((p.pairs + rows_per_block - 1) / rows_per_block,
+                                                       std::int64_t(s_->device->multiprocessors) * 8);
+    p.stream_rows = p.pairs * hidden * std::int64_t(dtype_size(dtype)) > kStreamRowsBytes ? 1 : 0;
+    return launch_rows(s_->gather_warps, *s_->device, blocks, p, stream, "launching ragdot_moe_gather_warps");
   }
   return launch_rows(s_->gather, *s_->device, p.pairs, p, stream, "launching ragdot_moe_gather");
 }

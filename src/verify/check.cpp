@@ -133,7 +133,12 @@ CheckResult check_case(const Case& c, const PlanOptions& options, std::uint64_t 
     return res;
   }
   // host data
-  std::vector<unsigned char> lhs(s.lhs.num_bytes() + 1), rhs(s.rhs.num_bytes() + 1), out(out_bytes + 1);
+  // a scatter table is followed by a guard of known bytes: an index past the table must drop its
+  // row, not write after the table
+  constexpr std::size_t kGuardBytes = 256;
+  constexpr unsigned char kGuard = 0x5a;
+  const std::size_t guard = scattered ? kGuardBytes : 1;
+  std::vector<unsigned char> lhs(s.lhs.num_bytes() + 1), rhs(s.rhs.num_bytes() + 1), out(out_bytes + guard, kGuard);
   fill_random(lhs.data(), s.lhs.dtype, s.lhs.num_elements(), seed * 2 + 1);
   fill_random(rhs.data(), s.rhs.dtype, s.rhs.num_elements(), seed * 2 + 2);
   // gathered: execute reads `table`; the oracle reads its rows gathered into `lhs` (zero rows where
@@ -206,9 +211,13 @@ CheckResult check_case(const Case& c, const PlanOptions& options, std::uint64_t 
   args.stream = mem.stream();
   st = plan->execute(args);
   if (st.is_ok()) st = mem.synchronize();
-  if (st.is_ok()) st = mem.download(out.data(), dout.ptr, out_bytes);
+  if (st.is_ok()) st = mem.download(out.data(), dout.ptr, out.size());
   if (!st.is_ok()) {
     res.message = "execute failed: " + st.to_string();
+    return res;
+  }
+  if (scattered && std::any_of(out.begin() + std::ptrdiff_t(out_bytes), out.end(), [](unsigned char b) { return b != kGuard; })) {
+    res.message = "the plan wrote past the end of the scatter table";
     return res;
   }
   // determinism: the same inputs again, on a poisoned output, must give the same bytes

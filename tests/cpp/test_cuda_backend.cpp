@@ -402,15 +402,29 @@ TEST(CudaBackend, EmptyDimensionsGiveZerosOrNothing) {
   }
 }
 
+// The group patterns and RAGDOT_CUDA_VARIANT settings of the epilogue checks below: all, or for
+// their small forms (compute-sanitizer) two patterns, the plain tile and pairs along m.
+std::vector<GroupPattern> epilogue_patterns(bool small) {
+  if (small) return {GroupPattern::kRandom, GroupPattern::kPartialSum};
+  return std::vector<GroupPattern>(std::begin(kPatterns), std::end(kPatterns));
+}
+std::vector<const char*> epilogue_specs(bool small) {
+  if (small) return {"", "cluster=2"};
+  return {"", "bn=128", "cluster=2", "cluster=2n", "cluster=4"};
+}
+
 // The SwiGLU epilogue (PlanOptions::swiglu_epilogue) of the Hopper family against the oracle's
 // product through cpu::swiglu_of_stored: ffn (n / 2) a multiple of the half tile and not (gate
 // boxes past ffn), narrower than one half tile, decode-sized groups; every group pattern, both
 // 16-bit types, both tile widths and every kind of CTA cluster, and rows gathered through an
-// index. Three runs each, bitwise the same, and every case planned with the epilogue.
-TEST(CudaBackend, HopperSwigluEpilogue) {
-  REQUIRE_GPU();
-  if (!device_is_hopper()) GTEST_SKIP() << "the SwiGLU epilogue is the Hopper family's";
-  const Shape shapes[] = {{1000, 192, 2 * 200, 4}, {777, 136, 2 * 256, 3}, {300, 128, 2 * 64, 8}, {40, 256, 2 * 520, 6}};
+// index. Three runs each, bitwise the same, and every case planned with the epilogue. `small`:
+// one shape, two patterns, the plain tile and pairs along m (for compute-sanitizer).
+void check_swiglu_epilogue(bool small) {
+  const std::vector<Shape> shapes = small ? std::vector<Shape>{{300, 128, 2 * 200, 4}}
+                                          : std::vector<Shape>{{1000, 192, 2 * 200, 4}, {777, 136, 2 * 256, 3},
+                                                               {300, 128, 2 * 64, 8}, {40, 256, 2 * 520, 6}};
+  const std::vector<GroupPattern> patterns = epilogue_patterns(small);
+  const std::vector<const char*> specs = epilogue_specs(small);
   workloads::SplitMix64 rng(61);
   std::uint64_t seed = 13000;
   int cases = 0, fused_plans = 0;
@@ -420,12 +434,12 @@ TEST(CudaBackend, HopperSwigluEpilogue) {
     ++cases;
     fused_plans += expect_cuda_pass(c, seed++, false, /*repeats=*/3).find("swiglu") != std::string::npos;
   };
-  for (const char* spec : {"", "bn=128", "cluster=2", "cluster=2n", "cluster=4"}) {
+  for (const char* spec : specs) {
     ScopedVariant variant(spec);
     const bool clusters = std::string(spec).rfind("cluster", 0) == 0;  // bf16 only: the tiles are the same
     for (DType dt : clusters ? std::vector<DType>{DType::kBF16} : std::vector<DType>{DType::kBF16, DType::kF16}) {
       for (const Shape& sh : shapes) {
-        for (GroupPattern pat : kPatterns) {
+        for (GroupPattern pat : patterns) {
           verify::Case c = mode1_case(sh, verify::make_group_sizes(pat, sh.g, sh.m, rng), dt, dt, false);
           c.description += std::string(" ") + verify::group_pattern_name(pat);
           check(c, spec);
@@ -434,7 +448,7 @@ TEST(CudaBackend, HopperSwigluEpilogue) {
     }
   }
   // gathered rows and the epilogue together (the MoE layer's up projection reading x directly)
-  for (GroupPattern pat : kPatterns) {
+  for (GroupPattern pat : patterns) {
     const Shape sh{500, 128, 2 * 136, 4};
     verify::Case c = mode1_case(sh, verify::make_group_sizes(pat, sh.g, sh.m, rng), DType::kBF16, DType::kBF16, false);
     c.lhs_table_rows = 97;
@@ -445,15 +459,31 @@ TEST(CudaBackend, HopperSwigluEpilogue) {
   EXPECT_EQ(fused_plans, cases) << "a case was not planned with the SwiGLU epilogue";
 }
 
+TEST(CudaBackend, HopperSwigluEpilogue) {
+  REQUIRE_GPU();
+  if (!device_is_hopper()) GTEST_SKIP() << "the SwiGLU epilogue is the Hopper family's";
+  check_swiglu_epilogue(false);
+}
+
+TEST(CudaBackend, HopperSwigluEpilogueSmall) {
+  REQUIRE_GPU();
+  if (!device_is_hopper()) GTEST_SKIP() << "the SwiGLU epilogue is the Hopper family's";
+  check_swiglu_epilogue(true);
+}
+
 // Rows added into a table (PlanOptions::out_scatter_rows) by the Hopper family's epilogue, against
 // the float64 sums of the oracle's rounded rows: several rows into one table row (as an MoE
-// token's top-k rows), rows dropped (-1, past the table), every group pattern, both 16-bit types,
-// both weight layouts, both tile widths, every kind of CTA cluster, gathered rows; the table
-// starts with values the plan must add to. Every case planned with the epilogue.
-TEST(CudaBackend, HopperScatterAddRows) {
-  REQUIRE_GPU();
-  if (!device_is_hopper()) GTEST_SKIP() << "adding rows into a table is the Hopper family's";
-  const Shape shapes[] = {{1000, 192, 320, 4}, {777, 136, 264, 3}, {300, 128, 136, 8}, {40, 256, 520, 6}};
+// token's top-k rows), rows dropped (-1, past the table: the check's guard after the table must
+// stay untouched), every group pattern, both 16-bit types, both weight layouts, both tile widths,
+// every kind of CTA cluster, gathered rows, a group offset (rows of other groups: zero tiles,
+// which add nothing); the table starts with values the plan must add to. Every case planned with
+// the epilogue. `small`: one shape, two patterns, the plain tile and pairs along m.
+void check_scatter_add_rows(bool small) {
+  const std::vector<Shape> shapes = small ? std::vector<Shape>{{300, 128, 136, 8}}
+                                          : std::vector<Shape>{{1000, 192, 320, 4}, {777, 136, 264, 3},
+                                                               {300, 128, 136, 8}, {40, 256, 520, 6}};
+  const std::vector<GroupPattern> patterns = epilogue_patterns(small);
+  const std::vector<const char*> specs = epilogue_specs(small);
   workloads::SplitMix64 rng(67);
   std::uint64_t seed = 15000;
   int cases = 0, scatter_plans = 0;
@@ -471,13 +501,13 @@ TEST(CudaBackend, HopperScatterAddRows) {
     ++cases;
     scatter_plans += expect_cuda_pass(c, seed++).find("scatter") != std::string::npos;
   };
-  for (const char* spec : {"", "bn=128", "cluster=2", "cluster=2n", "cluster=4"}) {
+  for (const char* spec : specs) {
     ScopedVariant variant(spec);
     const bool clusters = std::string(spec).rfind("cluster", 0) == 0;  // bf16, [E, K, N] only: the same tiles
     for (DType dt : clusters ? std::vector<DType>{DType::kBF16} : std::vector<DType>{DType::kBF16, DType::kF16}) {
-      for (bool nk : clusters ? std::vector<bool>{false} : std::vector<bool>{false, true}) {
+      for (bool nk : clusters || small ? std::vector<bool>{false} : std::vector<bool>{false, true}) {
         for (const Shape& sh : shapes) {
-          for (GroupPattern pat : kPatterns) {
+          for (GroupPattern pat : patterns) {
             verify::Case c = mode1_case(sh, verify::make_group_sizes(pat, sh.g, sh.m, rng), dt, dt, nk);
             c.description += std::string(" ") + verify::group_pattern_name(pat);
             check(c, spec);
@@ -486,7 +516,7 @@ TEST(CudaBackend, HopperScatterAddRows) {
       }
     }
   }
-  for (GroupPattern pat : kPatterns) {  // gathered rows in, scattered rows out: the whole MoE down-and-combine
+  for (GroupPattern pat : patterns) {  // gathered rows in, scattered rows out: the whole MoE down-and-combine
     const Shape sh{500, 128, 136, 4};
     verify::Case c = mode1_case(sh, verify::make_group_sizes(pat, sh.g, sh.m, rng), DType::kBF16, DType::kBF16, false);
     c.lhs_table_rows = 97;
@@ -494,7 +524,20 @@ TEST(CudaBackend, HopperScatterAddRows) {
     c.description += std::string(" gathered ") + verify::group_pattern_name(pat);
     check(c, "");
   }
+  check(mode1_offset_case(), "");  // groups [2, 4) of 5: the rows of the others are zero tiles
   EXPECT_EQ(scatter_plans, cases) << "a case was not planned with the scattering epilogue";
+}
+
+TEST(CudaBackend, HopperScatterAddRows) {
+  REQUIRE_GPU();
+  if (!device_is_hopper()) GTEST_SKIP() << "adding rows into a table is the Hopper family's";
+  check_scatter_add_rows(false);
+}
+
+TEST(CudaBackend, HopperScatterAddRowsSmall) {
+  REQUIRE_GPU();
+  if (!device_is_hopper()) GTEST_SKIP() << "adding rows into a table is the Hopper family's";
+  check_scatter_add_rows(true);
 }
 
 // The weight-gradient form of the Hopper family (mode 2: lhs [k, m], rhs [k, n], out [g, m, n]),

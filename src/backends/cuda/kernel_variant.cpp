@@ -480,7 +480,21 @@ std::vector<KernelVariant> all_variants(const DeviceTraits& d) {
         v.cluster = 2;
         v.cluster_along_n = true;
         out.push_back(v);
+        v.cluster = 1;  // and the scatter epilogue at these widths
+        v.cluster_along_n = false;
+        v.scatter_out = true;
+        out.push_back(v);
       }
+      // the SwiGLU and scatter epilogues in CTA clusters (SwiGLU in pairs along m is listed above)
+      for (int kind = 0; kind < 3; ++kind)
+        for (bool swiglu : {false, true}) {
+          if (swiglu && kind == 0) continue;
+          KernelVariant v = wgmma_variant(1, DType::kBF16, DType::kBF16, false, 256, d);
+          (swiglu ? v.swiglu : v.scatter_out) = true;
+          v.cluster = kind == 2 ? 4 : 2;
+          v.cluster_along_n = kind == 1;
+          out.push_back(v);
+        }
     }
     out.erase(std::remove_if(out.begin(), out.end(), [](const KernelVariant& v) { return v.stages < 2; }), out.end());
   }
