@@ -149,7 +149,7 @@ if [ $run_tests = 1 ] && [ $run_sanitizer = 1 ]; then
       echo "$tool (cublas, padded) exit $? : $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/sanitizer_cublas_$tool.txt" | tail -1)" >> "$LOG"
     fi
     timeout 200 compute-sanitizer --tool $tool --error-exitcode 3 "$BIN/test_moe_device" \
-      --gtest_filter='MoeDevicePermutation.GatherAndCombine*:MoeDevicePermutation.Rejects*:MoeDevicePermutation.SortSmall:MoeDevicePermutation.FinishCombine*:MoeDeviceOps.*' \
+      --gtest_filter='MoeDevicePermutation.GatherAndCombine*:MoeDevicePermutation.Rejects*:MoeDevicePermutation.SortSmall:MoeDevicePermutation.FinishCombine*:MoeDevicePermutation.CombineBackward*:MoeDeviceOps.*' \
       > "$OUT/sanitizer_moe_$tool.txt" 2>&1
     echo "$tool (moe kernels) exit $? : $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/sanitizer_moe_$tool.txt" | tail -1)" >> "$LOG"
   done

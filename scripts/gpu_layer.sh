@@ -26,7 +26,7 @@
 # run, and tabulates forward, forward + backward and the permutation share against the default; a
 # spec is space-separated words: RAGDOT_NAME=VALUE sets that variable, --option is passed to
 # ragdot layer (--fused-swiglu, --fused-combine, --fused-gather), any other word is a
-# RAGDOT_CUDA_VARIANT spec, e.g. --variant "cluster=2;RAGDOT_MOE_SORT=one_block RAGDOT_MOE_GATHER=warps
+# RAGDOT_CUDA_VARIANT spec, e.g. --variant "cluster=2;RAGDOT_MOE_SORT=one_block RAGDOT_MOE_ROWS=warps
 # --fused-swiglu --fused-combine". Uses the programs in
 # .devbin/ (scripts/gpu_bundle.sh) when they run here, else builds them.
 set -uo pipefail
@@ -84,12 +84,12 @@ if [ $tests = 1 ]; then
       echo "$t exit $rc ($(( $(date +%s) - t0 ))s)" | tee -a "$LOG" >> "$OUT/layer_tests.txt"
     done
   done
-  # the whole layer with the one-block sort and the warp gather (RAGDOT_MOE_SORT, RAGDOT_MOE_GATHER),
+  # the whole layer with the one-block sort and the warp row kernels (RAGDOT_MOE_SORT, RAGDOT_MOE_ROWS),
   # every preset and graph replay
   t0=$(date +%s)
-  RAGDOT_MOE_SORT=one_block RAGDOT_MOE_GATHER=warps timeout 300 "$BIN/test_moe_layer_device" \
+  RAGDOT_MOE_SORT=one_block RAGDOT_MOE_ROWS=warps timeout 300 "$BIN/test_moe_layer_device" \
     --gtest_filter='Presets/DeviceMoeLayerTest.*:DeviceMoeLayer.GraphCapture*' >> "$OUT/layer_tests.txt" 2>&1
-  echo "layer tests under RAGDOT_MOE_SORT=one_block RAGDOT_MOE_GATHER=warps exit $? ($(( $(date +%s) - t0 ))s)" |
+  echo "layer tests under RAGDOT_MOE_SORT=one_block RAGDOT_MOE_ROWS=warps exit $? ($(( $(date +%s) - t0 ))s)" |
     tee -a "$LOG" >> "$OUT/layer_tests.txt"
   say "GPU tests done ($(elapsed)): $(grep -c ' exit 0 ' "$OUT/layer_tests.txt") passed, $(grep -cE ' exit [1-9]' "$OUT/layer_tests.txt") failed"
   if [ $sanitizer = 1 ]; then

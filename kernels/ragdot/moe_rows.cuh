@@ -57,4 +57,20 @@ __device__ __forceinline__ float moe_block_sum(float v, float* scratch) {
   return s;
 }
 
+// Calls row(r, pair_of[r]) for the sorted rows r < rows this warp takes (grid-stride over all
+// warps of the grid), loading the next row's pair before it works on the current one, so that
+// the pair's round trip overlaps the row's.
+template <class Row>
+__device__ __forceinline__ void moe_for_each_row_of_warp(const int* pair_of, long long rows, Row row) {
+  const long long warps = (long long)gridDim.x * (blockDim.x >> 5);
+  long long r = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+  int pair = r < rows ? pair_of[r] : -1;
+  for (; r < rows; r += warps) {
+    const long long next = r + warps;
+    const int next_pair = next < rows ? pair_of[next] : -1;
+    row(r, pair);
+    pair = next_pair;
+  }
+}
+
 }  // namespace ragdot

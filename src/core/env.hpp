@@ -39,8 +39,8 @@ inline bool debug() { return flag("RAGDOT_DEBUG"); }
 
 // RAGDOT_MOE_SORT: the device MoE permutation's sort kernel ("chunked" or "one_block").
 inline std::optional<std::string> moe_sort() { return get("RAGDOT_MOE_SORT"); }
-// RAGDOT_MOE_GATHER: the device MoE permutation's gather kernel ("block" or "warps").
-inline std::optional<std::string> moe_gather() { return get("RAGDOT_MOE_GATHER"); }
+// RAGDOT_MOE_ROWS: the device MoE permutation's row kernels, gather and combine backward ("block" or "warps").
+inline std::optional<std::string> moe_rows() { return get("RAGDOT_MOE_ROWS"); }
 
 // Expert parallelism (ragdot/ep_transport.hpp).
 // RAGDOT_NCCL_LIBRARY: path (or soname) of the NCCL library to load (default: libnccl.so.2, .so).

@@ -25,9 +25,13 @@ std::int64_t one_block_table_bytes(std::int64_t experts) { return 32 * experts *
 // Past this many pairs the one-block sort (one SM) hands over to the chunked one, whose count and
 // scatter kernels spread over the GPU: 32768 tokens of top-8 are 256Ki pairs, ~8Ki per warp.
 constexpr std::int64_t kOneBlockMaxPairs = std::int64_t(1) << 17;
-// The warp gather gives each warp about this many rows, so that it loads the next row's pair
-// while it copies one; the grid stays within what the GPU holds at once.
-constexpr std::int64_t kGatherRowsPerWarp = 4;
+// The warp-per-row kernels give each warp about this many rows, so that it loads the next row's
+// pair while it works on one; the grid stays within what the GPU holds at once.
+constexpr std::int64_t kRowsPerWarp = 4;
+std::int64_t warp_row_blocks(std::int64_t rows, const cuda::Device& device) {
+  constexpr std::int64_t kRowsPerBlock = kRowThreads / 32 * kRowsPerWarp;
+  return std::min<std::int64_t>((rows + kRowsPerBlock - 1) / kRowsPerBlock, std::int64_t(device.multiprocessors) * 8);
+}
 // Gathered rows larger than this are stored streaming (evict first): they cannot stay in L2
 // for the up projection anyway, and would push out the tokens the gather reads top-k times.
 constexpr std::int64_t kStreamRowsBytes = std::int64_t(32) << 20;
@@ -39,6 +43,7 @@ struct DevicePermutation::State {
   std::shared_ptr<const cuda::LoadedModule> module, backward_module;
   CUfunction count = nullptr, offsets = nullptr, scatter = nullptr, gather = nullptr, combine = nullptr;
   CUfunction combine_backward = nullptr, sort_one_block = nullptr, gather_warps = nullptr, finish_combine = nullptr;
+  CUfunction combine_backward_warps = nullptr;
   std::int64_t max_pairs = 0, experts = 0;
   PermutationKernels kernels;
   bool one_block_fits = false;  // the one-block sort's table fits the device's shared memory
@@ -51,17 +56,17 @@ Result<SortKernel> sort_kernel_from_env() {
   return invalid_argument("RAGDOT_MOE_SORT must be chunked or one_block, got '" + *v + "'");
 }
 
-Result<GatherKernel> gather_kernel_from_env() {
-  const std::optional<std::string> v = env::moe_gather();
-  if (!v || *v == "block") return GatherKernel::kBlock;
-  if (*v == "warps") return GatherKernel::kWarps;
-  return invalid_argument("RAGDOT_MOE_GATHER must be block or warps, got '" + *v + "'");
+Result<RowKernel> row_kernel_from_env() {
+  const std::optional<std::string> v = env::moe_rows();
+  if (!v || *v == "block") return RowKernel::kBlock;
+  if (*v == "warps") return RowKernel::kWarps;
+  return invalid_argument("RAGDOT_MOE_ROWS must be block or warps, got '" + *v + "'");
 }
 
 Result<PermutationKernels> permutation_kernels_from_env() {
   PermutationKernels k;
   RAGDOT_ASSIGN_OR_RETURN(k.sort, sort_kernel_from_env());
-  RAGDOT_ASSIGN_OR_RETURN(k.gather, gather_kernel_from_env());
+  RAGDOT_ASSIGN_OR_RETURN(k.rows, row_kernel_from_env());
   return k;
 }
 
@@ -122,6 +127,9 @@ Result<DevicePermutation> DevicePermutation::create(int device, std::int64_t max
   RAGDOT_CU_RETURN_IF_ERROR(cuda::driver()->cuModuleGetFunction(&s->combine_backward, s->backward_module->module,
                                                                 "ragdot_moe_combine_backward"),
                             "ragdot_moe_combine_backward");
+  RAGDOT_CU_RETURN_IF_ERROR(cuda::driver()->cuModuleGetFunction(&s->combine_backward_warps, s->backward_module->module,
+                                                                "ragdot_moe_combine_backward_warps"),
+                            "ragdot_moe_combine_backward_warps");
   s->max_pairs = max_pairs;
   s->experts = experts;
   return DevicePermutation(std::move(s));
@@ -246,13 +254,10 @@ Status DevicePermutation::gather(const void* x, const float* scale, const Device
   p.x = x;
   p.scale = scale;
   p.rows = rows;
-  if (s_->kernels.gather == GatherKernel::kWarps) {
-    constexpr std::int64_t kWarpsPerBlock = kRowThreads / 32;
-    const std::int64_t rows_per_block = kWarpsPerBlock * kGatherRowsPerWarp;
-    const std::int64_t blocks = std::min<std::int64_t>((p.pairs + rows_per_block - 1) / rows_per_block,
-                                                       std::int64_t(s_->device->multiprocessors) * 8);
+  if (s_->kernels.rows == RowKernel::kWarps) {
     p.stream_rows = p.pairs * hidden * std::int64_t(dtype_size(dtype)) > kStreamRowsBytes ? 1 : 0;
-    return launch_rows(s_->gather_warps, *s_->device, blocks, p, stream, "launching ragdot_moe_gather_warps");
+    return launch_rows(s_->gather_warps, *s_->device, warp_row_blocks(p.pairs, *s_->device), p, stream,
+                       "launching ragdot_moe_gather_warps");
   }
   return launch_rows(s_->gather, *s_->device, p.pairs, p, stream, "launching ragdot_moe_gather");
 }
@@ -313,6 +318,10 @@ Status DevicePermutation::combine_backward(const void* token_rows, const void* s
   p.weights = weights;
   p.scaled = scaled;
   p.dots = dots;
+  if (s_->kernels.rows == RowKernel::kWarps) {
+    return launch_rows(s_->combine_backward_warps, *s_->device, warp_row_blocks(p.rows, *s_->device), p, stream,
+                       "launching ragdot_moe_combine_backward_warps");
+  }
   return launch_rows(s_->combine_backward, *s_->device, p.rows, p, stream, "launching ragdot_moe_combine_backward");
 }
 

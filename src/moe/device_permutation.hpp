@@ -35,20 +35,21 @@ enum class SortKernel {
 // RAGDOT_MOE_SORT ("chunked" or "one_block"); unset: kChunked. Another value is an error.
 Result<SortKernel> sort_kernel_from_env();
 
-// How gather() runs: the same rows, bit for bit.
-enum class GatherKernel {
-  kBlock,  // one 256-thread block per row, one 16-byte piece per thread
-  kWarps,  // one warp per row, a lane's loads of the row in flight together, streaming stores
+// How the kernels that walk the sorted rows run: gather() (the same rows, bit for bit) and
+// combine_backward() (the same scaled rows; the dots summed in another order).
+enum class RowKernel {
+  kBlock,  // one 256-thread block per row, one 16-byte piece (8 elements) per thread
+  kWarps,  // one warp per row, ~4 rows per warp, a lane's loads of a row in flight together
 };
-// RAGDOT_MOE_GATHER ("block" or "warps"); unset: kBlock. Another value is an error.
-Result<GatherKernel> gather_kernel_from_env();
+// RAGDOT_MOE_ROWS ("block" or "warps"); unset: kBlock. Another value is an error.
+Result<RowKernel> row_kernel_from_env();
 
 // The permutation's kernel choices.
 struct PermutationKernels {
   SortKernel sort = SortKernel::kChunked;
-  GatherKernel gather = GatherKernel::kBlock;
+  RowKernel rows = RowKernel::kBlock;
 };
-// Both from the environment (RAGDOT_MOE_SORT, RAGDOT_MOE_GATHER).
+// Both from the environment (RAGDOT_MOE_SORT, RAGDOT_MOE_ROWS).
 Result<PermutationKernels> permutation_kernels_from_env();
 
 class DevicePermutation {

@@ -1,10 +1,11 @@
 // The MoE layer's device permutation (moe/device_permutation.hpp) against a host oracle: the
-// stable sort by expert with both sort kernels (group sizes, sorted rows, out-of-range experts
-// counted and given no row) for pair counts around the chunk size, 1 to 1024 experts, uniform,
-// skewed and all-in-one routing; the gather with both gather kernels (with and without a
-// per-token scale) and the weighted combine (overwrite and accumulate), bf16 and f32, rows that
-// allow 16-byte copies and rows that do not; the sorted rows' combine weights (weight_of) and the
-// rounding of f32 sums an expert GEMM added the rows into (finish_combine); the routers of every preset kind and SwiGLU against moe/router.cpp and moe/expert_ffn.cpp.
+// stable sort by expert with both sort kernels (group sizes, sorted rows, their tokens and combine
+// weights, out-of-range experts counted and given no row) for pair counts around the chunk size,
+// 1 to 1024 experts, uniform, skewed and all-in-one routing; the gather (with and without a
+// per-token scale) and the combine's backward with both row kernels; the weighted combine
+// (overwrite and accumulate) and the rounding of f32 sums an expert GEMM added the rows into
+// (finish_combine); bf16 and f32, rows that allow 16-byte accesses and rows that do not; the
+// routers of every preset kind and SwiGLU against moe/router.cpp and moe/expert_ffn.cpp.
 // Outputs are poisoned first. Label "gpu": skipped (not failed) where there is no GPU.
 #include <gtest/gtest.h>
 
@@ -198,7 +199,7 @@ TEST(MoeDevicePermutation, GatherAndCombineMatchTheHost) {
                                    (scaled ? " scaled" : "") + (accumulate ? " accumulate" : "") +
                                    (warps ? " warp gather" : " block gather");
           moe::PermutationKernels kernels;
-          kernels.gather = warps ? moe::GatherKernel::kWarps : moe::GatherKernel::kBlock;
+          kernels.rows = warps ? moe::RowKernel::kWarps : moe::RowKernel::kBlock;
           auto perm = moe::DevicePermutation::create(0, pairs, experts, kernels);
           ASSERT_TRUE(perm.ok()) << perm.status().to_string();
           // one pair in 20 routed out of range: no row, no contribution
@@ -430,11 +431,16 @@ TEST(MoeDevicePermutation, CombineBackwardMatchesTheHost) {
   workloads::SplitMix64 rng(19);
   const std::int64_t tokens = 150, top_k = 3, experts = 8, pairs = tokens * top_k;
   for (DType dt : {DType::kBF16, DType::kF32}) {
-    for (std::int64_t hidden : {std::int64_t(128), std::int64_t(41)}) {
-      for (bool with_rows : {true, false}) {  // false: dots only, as for the input scale's gradient
-        const std::string what =
-            std::string(dtype_name(dt)) + " hidden " + std::to_string(hidden) + (with_rows ? "" : " dots only");
-        auto perm = moe::DevicePermutation::create(0, pairs, experts);
+    // 1032: rows longer than the warp kernel's stretch of loads per lane, and not a whole number of them
+    for (std::int64_t hidden : {std::int64_t(128), std::int64_t(41), std::int64_t(1032)}) {
+      for (int case_index = 0; case_index < 4; ++case_index) {
+        const bool with_rows = case_index & 1;  // false: dots only, as for the input scale's gradient
+        const bool warps = case_index & 2;
+        const std::string what = std::string(dtype_name(dt)) + " hidden " + std::to_string(hidden) +
+                                 (with_rows ? "" : " dots only") + (warps ? " warp kernel" : " block kernel");
+        moe::PermutationKernels kernels;
+        kernels.rows = warps ? moe::RowKernel::kWarps : moe::RowKernel::kBlock;
+        auto perm = moe::DevicePermutation::create(0, pairs, experts, kernels);
         ASSERT_TRUE(perm.ok()) << perm.status().to_string();
         std::vector<int> ex = route(pairs, int(experts), Routing::kSkewed, rng);
         const HostSort hs = host_sort(ex, int(experts));
