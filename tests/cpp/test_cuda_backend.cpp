@@ -335,8 +335,9 @@ void check_cluster_pairs(const char* spec, const char* plan_says) {
 // first, and under the sanitizers once the kind's matrix below passed): both weight layouts, mode
 // 2, ranks without rows (m pairs: gs3's pair tiles give rank 1 2 rows, 128, none) or columns (n
 // pairs: at n = 264 rank 1 has 8 columns, at n = 128 none), and long k runs (32 k tiles, several
-// rings) behind a rank with neither rows nor columns (2 x 2 clusters: rank 3 at m = 100, n = 128
-// or n = 768 with bn = 256), which must not run ahead of the others.
+// rings) behind a rank with neither rows nor columns (2 x 2 clusters: rank 3 at m = 100 or 104,
+// n = 128 or n = 768 with bn = 256), which must not run ahead of the others. (Mode 2's m is 104:
+// its lhs rows, m long, must be a multiple of 8 elements for the tensor cores.)
 void check_cluster_pairs_small(const char* spec, const char* plan_says) {
   ScopedVariant pairs(spec);
   const std::vector<std::int64_t> gs3 = {130, 0, 270}, gs4 = {130, 0, 61, 209};
@@ -346,7 +347,7 @@ void check_cluster_pairs_small(const char* spec, const char* plan_says) {
                                 shaped(2, 72, 400, 264, gs4, DType::kBF16, DType::kF32),
                                 shaped(1, 100, 2048, 128, {100}, DType::kBF16, DType::kBF16),
                                 shaped(1, 100, 2048, 768, {60, 40}, DType::kBF16, DType::kBF16),
-                                shaped(2, 100, 2048, 128, {2048}, DType::kBF16, DType::kBF16)}) {
+                                shaped(2, 104, 2048, 128, {2048}, DType::kBF16, DType::kBF16)}) {
     const std::string plan = expect_cuda_pass(c, seed++, false, /*repeats=*/3);
     EXPECT_NE(plan.find(plan_says), std::string::npos) << spec << " " << c.description << ": " << plan;
   }
