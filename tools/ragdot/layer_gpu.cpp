@@ -366,19 +366,8 @@ int run_gpu_layer(const GpuLayerRequest& rq) {
       paths.push_back(run_path("ragdot (cuda), SwiGLU fused into the up projection", fused, c, rq, *tensors, *mem,
                                false));
     }
-    // and with the combine in the down projection's epilogue (forward: no [T k, H] expert rows
-    // written and read back; backward runs the down projection again), alone and with the SwiGLU
-    if (!rq.fused_combine) {
-      moe::DeviceMoeOptions fused;
-      fused.combine_in_down_gemm = true;
-      paths.push_back(run_path("ragdot (cuda), combine fused into the down projection", fused, c, rq, *tensors, *mem,
-                               false));
-      if (!rq.fused_swiglu) {
-        fused.swiglu_in_up_gemm = true;
-        paths.push_back(run_path("ragdot (cuda), SwiGLU and combine fused into the projections", fused, c, rq,
-                                 *tensors, *mem, false));
-      }
-    }
+    // (The combine in the down projection's epilogue runs only when asked for, --fused-combine: on
+    // an H200 the layer with it did not finish at qwen3-30b-a3b's full size, bench/RESULTS.md.)
     if (paths[1].error.empty()) {
       check_error = relative_error(paths[0].y, paths[1].y);
       check_ok = *check_error <= 1e-2;
