@@ -129,6 +129,15 @@ Status Plan::execute(const ExecuteArgs& a) const {
   return bp.execute(a);
 }
 
+namespace {
+// A mode 1 op with a 2-D lhs [M, K] and a row-major out [M, N], nothing to relayout: the form
+// whose output rows the SwiGLU and scatter epilogues rewrite.
+bool plain_row_major_mode1(const RaggedDot& op, const core::GroupGemmProblem& p) {
+  return p.mode == RaggedMode::kNonContracting && op.spec().lhs.rank() == 2 && p.is_single_batch() &&
+         !p.needs_relayout() && p.out_n == 1 && p.out_m == p.n;
+}
+}  // namespace
+
 Result<Plan> make_plan(const RaggedDot& op, const PlanOptions& options) {
   std::string wanted = options.backend;
   if (wanted.empty()) {
@@ -147,8 +156,7 @@ Result<Plan> make_plan(const RaggedDot& op, const PlanOptions& options) {
     problem.lhs_elements = rows * problem.k;
   }
   if (options.swiglu_epilogue) {
-    if (problem.mode != RaggedMode::kNonContracting || op.spec().lhs.rank() != 2 || !problem.is_single_batch() ||
-        problem.needs_relayout() || problem.out_n != 1 || problem.out_m != problem.n) {
+    if (!plain_row_major_mode1(op, problem)) {
       return invalid_argument("swiglu_epilogue: only a mode 1 op with a 2-D lhs [M, K] and a row-major out [M, N] "
                               "takes the SwiGLU epilogue; " + op.to_string() + " is not one");
     }
@@ -166,8 +174,7 @@ Result<Plan> make_plan(const RaggedDot& op, const PlanOptions& options) {
   }
   if (options.out_scatter_rows) {
     const std::int64_t rows = *options.out_scatter_rows;
-    if (problem.mode != RaggedMode::kNonContracting || op.spec().lhs.rank() != 2 || !problem.is_single_batch() ||
-        problem.needs_relayout() || problem.out_n != 1 || problem.out_m != problem.n) {
+    if (!plain_row_major_mode1(op, problem)) {
       return invalid_argument("out_scatter_rows: only a mode 1 op with a 2-D lhs [M, K] and a row-major out [M, N] "
                               "adds its rows into a table; " + op.to_string() + " is not one");
     }
