@@ -33,6 +33,9 @@ struct Case {
   std::vector<std::int32_t> out_rows;
   std::vector<float> row_scales;
   std::int64_t out_table_rows = 0;
+  // Scattered cases at a layer's scale: the float64 sums are made and compared for every
+  // table_row_stride-th table row only (each costs its rows' k-long dots); the others must not be NaN.
+  std::int64_t table_row_stride = 1;
 };
 
 // Patterns of group sizes a backend must get right.

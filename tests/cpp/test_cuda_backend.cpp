@@ -541,6 +541,35 @@ TEST(CudaBackend, HopperScatterAddRowsSmall) {
   check_scatter_add_rows(true);
 }
 
+// The MoE down projection's combine at a layer's scale: qwen3-30b-a3b's down projection (128
+// experts, k 768, n 2048) for 512 to 4096 tokens' top-8 rows, every token receiving exactly eight
+// rows, so the 256-wide tile runs and each CTA takes up to ~16 tiles one after another, which the
+// checks above (one or two tiles per CTA) do not reach. The float64 sums are checked on a sample
+// of the table's rows (Case::table_row_stride).
+TEST(CudaBackend, HopperScatterAddRowsAtLayerScale) {
+  REQUIRE_GPU();
+  if (!device_is_hopper()) GTEST_SKIP() << "adding rows into a table is the Hopper family's";
+  const std::int64_t top_k = 8, experts = 128;
+  workloads::SplitMix64 rng(71);
+  std::uint64_t seed = 15900;
+  for (std::int64_t tokens : {512, 1024, 2048, 4096}) {
+    for (GroupPattern pattern : {GroupPattern::kUniform, GroupPattern::kRandom}) {
+      const Shape sh{tokens * top_k, 768, 2048, experts};
+      verify::Case c =
+          mode1_case(sh, verify::make_group_sizes(pattern, sh.g, sh.m, rng), DType::kBF16, DType::kBF16, false);
+      c.out_table_rows = tokens;
+      c.table_row_stride = tokens / 16;
+      for (std::int64_t i = 0; i < sh.m; ++i) c.out_rows.push_back(std::int32_t(i / top_k));
+      for (std::int64_t i = sh.m - 1; i > 0; --i) {
+        std::swap(c.out_rows[std::size_t(i)], c.out_rows[std::size_t(rng.next() % std::uint64_t(i + 1))]);
+      }
+      for (std::int64_t i = 0; i < sh.m; ++i) c.row_scales.push_back(float(rng.uniform()));
+      c.description += " " + std::to_string(tokens) + " tokens' top-8 rows, " + verify::group_pattern_name(pattern);
+      EXPECT_NE(expect_cuda_pass(c, seed++).find("scatter"), std::string::npos);
+    }
+  }
+}
+
 // The weight-gradient form of the Hopper family (mode 2: lhs [k, m], rhs [k, n], out [g, m, n]),
 // where group boundaries fall inside k tiles: odd sizes, empty groups (zero blocks), one group
 // holding every row, a tail no group covers, every output dtype, a group offset. On Hopper every

@@ -78,6 +78,10 @@ TEST(ScatterRows, TheCheckOfGpuTestsPassesTheOracleBackend) {
       po.backend = "cpu_ref";
       const auto r = verify::check_case(sc, po, seed++);
       EXPECT_TRUE(r.passed) << verify::group_pattern_name(pattern) << ": " << r.message << "\n  " << r.plan;
+      verify::Case sampled = sc;  // the large cases' form: every third table row compared
+      sampled.table_row_stride = 3;
+      const auto rs = verify::check_case(sampled, po, seed++);
+      EXPECT_TRUE(rs.passed) << verify::group_pattern_name(pattern) << " sampled: " << rs.message << "\n  " << rs.plan;
     }
   }
 }
