@@ -185,6 +185,19 @@ Result<Plan> make_plan(const RaggedDot& op, const PlanOptions& options) {
   }
   planner::PlanRequest request{op, problem, options};
 
+  // what the plan must fuse, and which backends can
+  struct FusedStep {
+    bool asked;
+    bool (planner::Backend::*has)() const;
+    const char* lacks;
+    const char* option;
+  };
+  const FusedStep fused_steps[] = {
+      {problem.lhs_gather_rows.has_value(), &planner::Backend::gathers_lhs_rows, "does not gather lhs rows",
+       "lhs_gather_rows"},
+      {problem.out_scatter_rows.has_value(), &planner::Backend::scatters_out_rows, "does not add rows into a table",
+       "out_scatter_rows"},
+      {problem.swiglu_epilogue, &planner::Backend::fuses_swiglu, "has no SwiGLU epilogue", "swiglu_epilogue"}};
   std::string reasons;
   bool found_name = wanted.empty();
   for (const planner::Backend* backend : planner::registry()) {
@@ -199,21 +212,15 @@ Result<Plan> make_plan(const RaggedDot& op, const PlanOptions& options) {
       continue;
     }
     if (wanted.empty() && !backend->automatic()) continue;
-    if (problem.lhs_gather_rows && !backend->gathers_lhs_rows()) {
-      if (!wanted.empty()) return unsupported("backend '" + wanted + "' does not gather lhs rows (lhs_gather_rows)");
-      reasons += "\n  " + std::string(backend->name()) + ": does not gather lhs rows";
-      continue;
+    bool lacks_one = false;
+    for (const FusedStep& step : fused_steps) {
+      if (!step.asked || (backend->*step.has)()) continue;
+      if (!wanted.empty()) return unsupported("backend '" + wanted + "' " + step.lacks + " (" + step.option + ")");
+      reasons += "\n  " + std::string(backend->name()) + ": " + step.lacks;
+      lacks_one = true;
+      break;
     }
-    if (problem.out_scatter_rows && !backend->scatters_out_rows()) {
-      if (!wanted.empty()) return unsupported("backend '" + wanted + "' does not add rows into a table (out_scatter_rows)");
-      reasons += "\n  " + std::string(backend->name()) + ": does not add rows into a table";
-      continue;
-    }
-    if (problem.swiglu_epilogue && !backend->fuses_swiglu()) {
-      if (!wanted.empty()) return unsupported("backend '" + wanted + "' has no SwiGLU epilogue (swiglu_epilogue)");
-      reasons += "\n  " + std::string(backend->name()) + ": has no SwiGLU epilogue";
-      continue;
-    }
+    if (lacks_one) continue;
     if (Status av = backend->available(); !av.is_ok()) {
       reasons += "\n  " + std::string(backend->name()) + ": " + av.message();
       continue;
