@@ -740,10 +740,16 @@ struct Kernel {
 #pragma unroll
       for (int i = 0; i < kAcc; ++i) acc[i] = 0.0f;
       if (idle) {
-        // nothing to multiply: only keep the stage barriers' protocol with the producer
+        // nothing to multiply: only keep the stage barriers' protocol with the producer. The
+        // warpgroup meets before thread 0 releases a stage: wgmma holds its four warps together
+        // on the other path, nothing does here, and a warp left behind (still adding the last
+        // tile's rows into a table, say) would find the stage's full barrier two phases on,
+        // which its parity wait cannot tell from not yet full: it would wait forever, and its
+        // warpgroup's next wgmma with it.
         for (int kt = 0; kt < k_tiles; ++kt, ++it) {
           const u32 s = it % kStages, phase = (it / kStages) & 1;
           mbar_wait(smem_address(&full_bar[s]), phase);
+          warpgroup_sync(wg);
           if (tid == 0) release_stage(empty_bar, s, rank);
         }
       } else {
