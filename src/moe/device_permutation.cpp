@@ -56,17 +56,19 @@ Result<SortKernel> sort_kernel_from_env() {
   return invalid_argument("RAGDOT_MOE_SORT must be chunked or one_block, got '" + *v + "'");
 }
 
-Result<RowKernel> row_kernel_from_env() {
+Result<std::optional<RowKernel>> row_kernel_from_env() {
   const std::optional<std::string> v = env::moe_rows();
-  if (!v || *v == "block") return RowKernel::kBlock;
-  if (*v == "warps") return RowKernel::kWarps;
+  if (!v) return std::optional<RowKernel>();
+  if (*v == "block") return std::optional<RowKernel>(RowKernel::kBlock);
+  if (*v == "warps") return std::optional<RowKernel>(RowKernel::kWarps);
   return invalid_argument("RAGDOT_MOE_ROWS must be block or warps, got '" + *v + "'");
 }
 
 Result<PermutationKernels> permutation_kernels_from_env() {
   PermutationKernels k;
   RAGDOT_ASSIGN_OR_RETURN(k.sort, sort_kernel_from_env());
-  RAGDOT_ASSIGN_OR_RETURN(k.rows, row_kernel_from_env());
+  RAGDOT_ASSIGN_OR_RETURN(std::optional<RowKernel> rows, row_kernel_from_env());
+  if (rows) k.gather = k.combine_backward = *rows;
   return k;
 }
 
@@ -254,7 +256,7 @@ Status DevicePermutation::gather(const void* x, const float* scale, const Device
   p.x = x;
   p.scale = scale;
   p.rows = rows;
-  if (s_->kernels.rows == RowKernel::kWarps) {
+  if (s_->kernels.gather == RowKernel::kWarps) {
     p.stream_rows = p.pairs * hidden * std::int64_t(dtype_size(dtype)) > kStreamRowsBytes ? 1 : 0;
     return launch_rows(s_->gather_warps, *s_->device, warp_row_blocks(p.pairs, *s_->device), p, stream,
                        "launching ragdot_moe_gather_warps");
@@ -318,7 +320,7 @@ Status DevicePermutation::combine_backward(const void* token_rows, const void* s
   p.weights = weights;
   p.scaled = scaled;
   p.dots = dots;
-  if (s_->kernels.rows == RowKernel::kWarps) {
+  if (s_->kernels.combine_backward == RowKernel::kWarps) {
     return launch_rows(s_->combine_backward_warps, *s_->device, warp_row_blocks(p.rows, *s_->device), p, stream,
                        "launching ragdot_moe_combine_backward_warps");
   }

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 
 #include "ragdot/dtype.hpp"
 #include "ragdot/status.hpp"
@@ -41,13 +42,18 @@ enum class RowKernel {
   kBlock,  // one 256-thread block per row, one 16-byte piece (8 elements) per thread
   kWarps,  // one warp per row, ~4 rows per warp, a lane's loads of a row in flight together
 };
-// RAGDOT_MOE_ROWS ("block" or "warps"); unset: kBlock. Another value is an error.
-Result<RowKernel> row_kernel_from_env();
+// RAGDOT_MOE_ROWS ("block" or "warps": both row kernels); unset: nullopt (the defaults below).
+// Another value is an error.
+Result<std::optional<RowKernel>> row_kernel_from_env();
 
-// The permutation's kernel choices.
+// The permutation's kernel choices. The defaults are the faster of each on an H200
+// (bench/RESULTS.md, 2026-12-05): the gather by warps (qwen3-30b-a3b, 4096 tokens: 0.045 against
+// 0.056 ms), the combine's backward by blocks (0.102 against 0.117 ms), and the chunked sort (the
+// one-block sort's single block walks every pair: 0.080 against 0.028 ms at 32768 pairs).
 struct PermutationKernels {
   SortKernel sort = SortKernel::kChunked;
-  RowKernel rows = RowKernel::kBlock;
+  RowKernel gather = RowKernel::kWarps;
+  RowKernel combine_backward = RowKernel::kBlock;
 };
 // Both from the environment (RAGDOT_MOE_SORT, RAGDOT_MOE_ROWS).
 Result<PermutationKernels> permutation_kernels_from_env();

@@ -199,7 +199,7 @@ TEST(MoeDevicePermutation, GatherAndCombineMatchTheHost) {
                                    (scaled ? " scaled" : "") + (accumulate ? " accumulate" : "") +
                                    (warps ? " warp gather" : " block gather");
           moe::PermutationKernels kernels;
-          kernels.rows = warps ? moe::RowKernel::kWarps : moe::RowKernel::kBlock;
+          kernels.gather = kernels.combine_backward = warps ? moe::RowKernel::kWarps : moe::RowKernel::kBlock;
           auto perm = moe::DevicePermutation::create(0, pairs, experts, kernels);
           ASSERT_TRUE(perm.ok()) << perm.status().to_string();
           // one pair in 20 routed out of range: no row, no contribution
@@ -439,7 +439,7 @@ TEST(MoeDevicePermutation, CombineBackwardMatchesTheHost) {
         const std::string what = std::string(dtype_name(dt)) + " hidden " + std::to_string(hidden) +
                                  (with_rows ? "" : " dots only") + (warps ? " warp kernel" : " block kernel");
         moe::PermutationKernels kernels;
-        kernels.rows = warps ? moe::RowKernel::kWarps : moe::RowKernel::kBlock;
+        kernels.gather = kernels.combine_backward = warps ? moe::RowKernel::kWarps : moe::RowKernel::kBlock;
         auto perm = moe::DevicePermutation::create(0, pairs, experts, kernels);
         ASSERT_TRUE(perm.ok()) << perm.status().to_string();
         std::vector<int> ex = route(pairs, int(experts), Routing::kSkewed, rng);
