@@ -86,10 +86,11 @@ struct DeviceMoeOptions {
   // written nor read back by the combine kernel. The sums' order is not fixed, so y may differ
   // from the default combine's (and from run to run) in the last bit of a few elements.
   // backward() needs the expert rows: it runs the down projection again first (one more ragged
-  // dot), so this is for inference, where forward runs alone. KNOWN FAULT (H200, 2026-12-05): its
-  // tests at 1/16 of the presets' sizes pass, but the layer with it did not finish at
-  // qwen3-30b-a3b's full size (4096 and 8192 tokens; every other form of the layer did). Do not
-  // use it until that is found (bench/RESULTS.md).
+  // dot), so this is for inference, where forward runs alone. On an H200 (2026-12-05) it hung at
+  // qwen3-30b-a3b's full size: an idle consumer warpgroup of the Hopper kernel let its warps drift
+  // apart, and the scatter epilogue's long tail made one fall a ring behind. That is fixed, but
+  // the fix has not yet run on a GPU: until it has, treat this option as untested at full size
+  // (bench/RESULTS.md).
   bool combine_in_down_gemm = false;
   // Expert parallelism (ragdot/ep_transport.hpp): this process's rank of a communicator whose GPU
   // is `device`, one process per GPU. The routed experts are split evenly over the ranks, rank r
