@@ -1,6 +1,7 @@
 // plan: choose a backend for a RaggedDot and check execute-time buffers against the plan.
 #include "ragdot/plan.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <sstream>
@@ -212,15 +213,14 @@ Result<Plan> make_plan(const RaggedDot& op, const PlanOptions& options) {
       continue;
     }
     if (wanted.empty() && !backend->automatic()) continue;
-    bool lacks_one = false;
-    for (const FusedStep& step : fused_steps) {
-      if (!step.asked || (backend->*step.has)()) continue;
-      if (!wanted.empty()) return unsupported("backend '" + wanted + "' " + step.lacks + " (" + step.option + ")");
-      reasons += "\n  " + std::string(backend->name()) + ": " + step.lacks;
-      lacks_one = true;
-      break;
+    const FusedStep* lacking = std::find_if(std::begin(fused_steps), std::end(fused_steps), [&](const FusedStep& f) {
+      return f.asked && !(backend->*f.has)();
+    });
+    if (lacking != std::end(fused_steps)) {
+      if (!wanted.empty()) return unsupported("backend '" + wanted + "' " + lacking->lacks + " (" + lacking->option + ")");
+      reasons += "\n  " + std::string(backend->name()) + ": " + lacking->lacks;
+      continue;
     }
-    if (lacks_one) continue;
     if (Status av = backend->available(); !av.is_ok()) {
       reasons += "\n  " + std::string(backend->name()) + ": " + av.message();
       continue;
