@@ -13,17 +13,17 @@
 # --no-peers.
 # --sweep times the cuda backend again under each RAGDOT_CUDA_VARIANT override in SPECS
 # (';'-separated) beside the planner's choice, on every benchmark case (default
-# "cluster=2;cluster=2n;cluster=4;raster=25600;epilogue=tma;epilogue=tma,bn=192;bn=128": the
-# Hopper family's CTA pairs along m and along n and 2 x 2 clusters, a large group's tiles in
+# "cluster=2;cluster=2n;cluster=4;raster=25600;epilogue=tma;epilogue=tma,bn=192;bn=128;split=tail":
+# the Hopper family's CTA pairs along m and along n and 2 x 2 clusters, a large group's tiles in
 # blocks whose rows fit in 25 MiB of L2, the weight gradient's TMA-store epilogue at bn 256 (3
-# stages: the staging area takes one) and at bn 192 (4 stages), and 128-wide tiles (6 stages);
-# "" for none).
+# stages: the staging area takes one) and at bn 192 (4 stages), 128-wide tiles (6 stages), and
+# the last wave's tiles split along k; "" for none).
 # --python adds, after everything else, the Python bindings' GPU tests and MoE step benchmark
 # (scripts/gpu_python.sh; needs nanobind, jax with CUDA, and PyTorch or CuPy installed there).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . scripts/gpu_log.sh log.txt
-run_tests=1 run_bench=1 run_sanitizer=1 run_python=0 quick="" skip='^$' only='.*' peers=1 sweep='cluster=2;cluster=2n;cluster=4;raster=25600;epilogue=tma;epilogue=tma,bn=192;bn=128'
+run_tests=1 run_bench=1 run_sanitizer=1 run_python=0 quick="" skip='^$' only='.*' peers=1 sweep='cluster=2;cluster=2n;cluster=4;raster=25600;epilogue=tma;epilogue=tma,bn=192;bn=128;split=tail'
 while [ $# -gt 0 ]; do
   a=$1
   shift
@@ -68,11 +68,17 @@ if [ $run_tests = 1 ]; then
     for t in $("$BIN/$prog" --gtest_list_tests | awk '/^[^ ]/{suite=$1} /^  /{print suite $1}'); do
       if [[ $t =~ $skip ]]; then echo "$t skipped (--skip)" | tee -a "$LOG" >> "$OUT/gpu_tests.txt"; continue; fi
       [[ $t =~ $only ]] || continue
-      # CTA pairs: a pair protocol that deadlocks hangs its test. The few cases of each kind run
-      # first on a short limit; the kind's matrix only if they passed.
+      # CTA pairs and split tiles: a protocol between CTAs that deadlocks hangs its test. The few
+      # cases of each kind run first on a short limit; the kind's matrix only if they passed.
       limit=150
-      [[ $t == *ClusterPairsSmall* ]] && limit=60
+      [[ $t == *ClusterPairsSmall* || $t == *SplitTailSmall ]] && limit=60
+      [[ $t == *HopperSplitTail ]] && limit=300
       if [[ $t == *ClusterPairsAlong* ]] && ! grep -q "${t/ClusterPairs/ClusterPairsSmall} exit 0" "$OUT/gpu_tests.txt"; then
+        echo "$t skipped (its small cases did not pass)" | tee -a "$LOG" >> "$OUT/gpu_tests.txt"
+        continue
+      fi
+      if [[ $t == *HopperSplitTail* && $t != *SplitTailSmall ]] &&
+         ! grep -q "CudaBackend.HopperSplitTailSmall exit 0" "$OUT/gpu_tests.txt"; then
         echo "$t skipped (its small cases did not pass)" | tee -a "$LOG" >> "$OUT/gpu_tests.txt"
         continue
       fi
@@ -95,7 +101,7 @@ if [ $run_bench = 1 ]; then
   # cost the whole benchmark
   if [ $run_tests = 1 ]; then
     for axis in ClusterPairsAlongM:cluster=2 ClusterPairsAlongN:cluster=2n ClusterPairsAlongMN:cluster=4 \
-                WeightGradientTmaStore:epilogue=tma; do
+                WeightGradientTmaStore:epilogue=tma SplitTail:split=tail; do
       if ! grep -q "Hopper${axis%%:*} exit 0" "$OUT/gpu_tests.txt"; then
         sweep=$(echo "$sweep" | tr ';' '\n' | grep -vE "(^|,)${axis#*:}(,|$)" | paste -sd ';' -)
         say "sweep: ${axis#*:} left out, its GPU tests did not pass"
@@ -131,12 +137,16 @@ if [ $run_tests = 1 ] && [ $run_sanitizer = 1 ]; then
       filter="$filter:CudaBackend.HopperClusterPairsSmallAlong$axis"
     fi
   done
-  # the TMA-store, SwiGLU and scatter epilogues, likewise once their matrices passed
-  for small in HopperWeightGradientTmaStore HopperSwigluEpilogue HopperScatterAddRows; do
+  # the TMA-store, SwiGLU and scatter epilogues and split tiles, likewise once their matrices passed
+  for small in HopperWeightGradientTmaStore HopperSwigluEpilogue HopperScatterAddRows HopperSplitTail; do
     if [ -z "${RAGDOT_SANITIZE_FILTER:-}" ] && grep -q "$small exit 0" "$OUT/gpu_tests.txt"; then
       filter="$filter:CudaBackend.${small}Small"
     fi
   done
+  # split tiles on grids capped at a few CTAs, whole waves before the split one (known splits)
+  if [ -z "${RAGDOT_SANITIZE_FILTER:-}" ] && grep -q "HopperSplitTailCountsItsPieces exit 0" "$OUT/gpu_tests.txt"; then
+    filter="$filter:CudaBackend.HopperSplitTailCountsItsPieces"
+  fi
   for tool in memcheck racecheck synccheck; do
     timeout 200 compute-sanitizer --tool $tool --error-exitcode 3 "$BIN/test_cuda_backend" --gtest_filter="$filter" \
       > "$OUT/sanitizer_$tool.txt" 2>&1

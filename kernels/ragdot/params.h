@@ -11,7 +11,9 @@ struct RagdotKernelParams {
   const void* group_sizes;   // int32 or int64, [gs_rows, num_groups], on the device
   const int* group_offset;   // int32[1] on the device, or null
   void* out;
-  int* tile_counter;         // wgmma family: a zeroed int32 on the device, from which CTAs take tiles in order
+  int* tile_counter;         // wgmma family: a zeroed int32 on the device, from which CTAs take tiles in order;
+                             // with the last wave split along k (split.h), then 2 x gridDim.x zeroed counters
+  float* split_partials;     // wgmma with the last wave split along k: slots of f32 partial sums (split.h)
   const int* lhs_rows;       // gathered lhs: int32[m], row i of A is lhs row lhs_rows[i] (else null)
   long long lhs_table_rows;  // gathered lhs: rows of the table lhs points at (other indices read zeros)
   const int* out_rows;       // scattered rows: int32[m], row i of the product is added to table row out_rows[i]

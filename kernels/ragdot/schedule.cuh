@@ -106,6 +106,11 @@ struct Scheduler {
     __syncthreads();
   }
 
+  // Tiles that multiply (mode 1: those of the computed groups, before the two zero segments).
+  __device__ __forceinline__ int compute_tiles() const {
+    return kMode == 1 ? tile_prefix[segments - 2] : (int)total_tiles;
+  }
+
   __device__ __forceinline__ static i64 read_size(const RagdotKernelParams& p, i64 row, int i) {
     const i64 idx = row * p.num_groups + i;
     return p.gs_is_int64 ? ((const i64*)p.group_sizes)[idx] : (i64)((const int*)p.group_sizes)[idx];

@@ -57,17 +57,25 @@
 // [T k, H] rows are never written and read back by a combine kernel; the additions into one
 // token's row come from several tiles in no fixed order.
 //
+// Last wave split along k (kSplitTail, mode 1, one CTA per tile): the tile counter hands out
+// units of work (split.h) instead of tiles, and the last wave's few tiles come as pieces, each a
+// run of the tile's k steps. A consumer warpgroup with rows in a piece writes its partial sums to
+// the piece's slot of the workspace and counts itself in on the tile's counter; the last to arrive
+// adds the slots in piece order and runs the epilogue (store, SwiGLU or table rows) as for a
+// whole tile. No piece waits for another.
+//
 // Shared memory: [scheduler table][pad to 1024][stage 0: A | B][stage 1] ... [staging]. Every tile
 // is stored 128B-swizzled as TMA writes it and wgmma reads it; 1024-byte alignment keeps the
 // swizzle pattern anchored.
 //
 // The generated prelude defines `struct V` with kMode, kBN, kStages, kBKMajor, kGatherA, kCluster,
-// kClusterAlongN, kTmaStore, kSwiglu, kScatterOut, typedef In, typedef Out, and `struct Mma` with
+// kClusterAlongN, kTmaStore, kSwiglu, kScatterOut, kSplitTail, typedef In, typedef Out, and `struct Mma` with
 // `run(float (&d)[kBN / 2], u64 desc_a, u64 desc_b, int accumulate)`: the one wgmma instruction of
 // the variant (m64 x kBN x k16), written out by the generator.
 #pragma once
 
 #include "ragdot/schedule.cuh"
+#include "ragdot/split.h"
 
 namespace ragdot {
 namespace hopper {
@@ -197,6 +205,16 @@ __device__ __forceinline__ void cp_async_16(u32 dst, const void* src, u32 bytes)
 __device__ __forceinline__ void cp_async_arrive(u32 bar) {
   asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
 }
+// Global accesses cached in L2 only: a split tile's partial sums, written on one SM and read on
+// another, must not come from a stale L1 line.
+__device__ __forceinline__ void st_global_cg(float* p, float v) {
+  asm volatile("st.global.cg.f32 [%0], %1;\n" ::"l"(p), "f"(v) : "memory");
+}
+__device__ __forceinline__ float ld_global_cg(const float* p) {
+  float v;
+  asm volatile("ld.global.cg.f32 %0, [%1];\n" : "=f"(v) : "l"(p) : "memory");
+  return v;
+}
 // Barrier 1 over the two consumer warpgroups (barrier 0 is __syncthreads).
 __device__ __forceinline__ void consumers_sync() { asm volatile("bar.sync 1, 256;\n" ::: "memory"); }
 // Barriers 2 and 3: one consumer warpgroup (wg 0 or 1) alone.
@@ -243,6 +261,10 @@ struct TileRing {
   u64 full[kTileSlots], empty[kTileSlots];
 };
 __shared__ __align__(8) TileRing tile_ring;
+// kSplitTail: how the units of work split the tiles (thread 0 works it out once per CTA), and
+// each consumer warpgroup's count of the pieces that arrived before it on a split tile.
+__shared__ RagdotSplit tile_split;
+__shared__ int split_arrivals[2];
 
 template <class V, class Mma>
 struct Kernel {
@@ -266,6 +288,7 @@ struct Kernel {
                 "16-bit outputs");
   static_assert(!V::kScatterOut || (V::kMode == 1 && !V::kTmaStore && !V::kSwiglu),
                 "rows added into a table: mode 1, an epilogue of its own");
+  static_assert(!V::kSplitTail || (V::kMode == 1 && V::kCluster == 1), "split tiles: mode 1, one CTA per tile");
   // TMA-store epilogue: per warpgroup two buffers of one 64 x 64 box (8 KiB) each
   static constexpr int kStagingBytes = V::kTmaStore ? 2 * 2 * 64 * 64 * 2 : 0;
   // A cluster's tiles are 256 x kBN (pairs along m), 128 x 2 kBN (along n) or 256 x 2 kBN (2 x 2):
@@ -314,6 +337,9 @@ struct Kernel {
         // every reader, once it has read the slot (in a cluster only rank 0's count is used)
         mbar_init(smem_address(&tile_ring.empty[s]), kCluster == 1 ? kTileReaders : kPairTileReaders);
       }
+      if constexpr (V::kSplitTail)
+        tile_split = ragdot_split_plan((int)sched.total_tiles, sched.compute_tiles(), (int)gridDim.x,
+                                       (int)ceil_div(p.k, kBK), RAGDOT_SPLIT_MAX_PIECES);
       asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
       if (!V::kGatherA) prefetch_map(map_a);
       prefetch_map(map_b);
@@ -335,11 +361,31 @@ struct Kernel {
     if (kCluster > 1) cluster_sync();
   }
 
-  // Producer side (rank 0 of a cluster): the n-th tile this CTA (cluster) runs, or -1 at the end.
+  // A unit of work from the tile counter: its tile and, with kSplitTail, its piece and slot (split.h;
+  // slot -1: the whole tile).
+  struct Unit {
+    int tile, piece, slot;
+  };
+  static __device__ __forceinline__ Unit unit_of(int u) {
+    Unit w = {u, 0, -1};
+    if constexpr (V::kSplitTail) ragdot_split_unit(&tile_split, u, &w.tile, &w.piece, &w.slot);
+    return w;
+  }
+  // The k steps [begin, end) a unit runs of its tile's k_steps.
+  static __device__ __forceinline__ void unit_k_steps(const Unit& w, int k_steps, int& begin, int& end) {
+    begin = 0, end = k_steps;
+    if constexpr (V::kSplitTail) {
+      if (w.slot >= 0) ragdot_split_k_steps(k_steps, w.piece, tile_split.pieces, &begin, &end);
+    }
+  }
+
+  // Producer side (rank 0 of a cluster): the n-th unit of work (a tile, unless kSplitTail) this
+  // CTA (cluster) runs, or -1 at the end.
   static __device__ __forceinline__ int next_tile(const RagdotKernelParams& p, const Sched& sched, u32 n) {
     TileRing& r = tile_ring;
     const i64 t = atomicAdd(p.tile_counter, 1);  // the host always gives this family a counter
-    const int value = t < sched.total_tiles ? (int)t : -1;
+    const i64 units = V::kSplitTail ? (i64)tile_split.total : sched.total_tiles;
+    const int value = t < units ? (int)t : -1;
     const u32 s = n % kTileSlots, phase = (n / kTileSlots) & 1;
     if (kCluster == 1) {
       mbar_wait(smem_address(&r.empty[s]), phase ^ 1);
@@ -446,17 +492,18 @@ struct Kernel {
       const int t = rank == 0 ? next_tile(p, sched, n) : take_tile_alone(n);
       if (t < 0) break;
       // 32-bit coordinates only: the producer runs on 56 registers (setmaxnreg)
-      int m0, n0, k_begin, group, k_tiles;
+      int m0, n0, k_begin, group, kt_begin, kt_end;
       bool a_lower, a_upper, has_cols;
       {
-        const Tile tile = sched.tile(p, t);
+        const Unit w = unit_of(t);
+        const Tile tile = sched.tile(p, w.tile);
         if (tile.zero) continue;
         m0 = (int)(tile.m0 + rank_m(rank) * kBM);  // this CTA's rows and columns of the cluster's tile
         n0 = (int)(tile.n0 + rank_n(rank) * kBN);
         has_cols = !kPairN || n0 < p.n;
         k_begin = (int)tile.k_begin;
         group = tile.group;
-        k_tiles = (int)ceil_div(tile.k_len, kBK);
+        unit_k_steps(w, (int)ceil_div(tile.k_len, kBK), kt_begin, kt_end);
         // Mode 1: A comes in two boxes of 64 rows, one per consumer warpgroup; the second only
         // when the tile has rows there (a group's last tile often has 64 or fewer, and its second
         // warpgroup idles), which spares L2 the unused half. Mode 2: both, if the CTA has rows.
@@ -469,7 +516,7 @@ struct Kernel {
       // (an n pair's A boxes land in both CTAs, whichever rank loads them)
       const u32 stage_bytes =
           (has_cols ? kBTileBytes : 0) + (a_lower ? kATileBytes / 2 : 0) + (a_upper ? kATileBytes / 2 : 0);
-      for (int kt = 0; kt < k_tiles; ++kt, ++it) {
+      for (int kt = kt_begin; kt < kt_end; ++kt, ++it) {
         const u32 s = it % kStages, phase = (it / kStages) & 1;
         const u32 full = full_bar + 8 * s;
         // (in a cluster the other CTAs' consumers arrive here too)
@@ -512,14 +559,15 @@ struct Kernel {
       if (tid == 0) next_tile(p, sched, n);
       const int t = take_tile(n);  // (no pairs here: kGatherA runs one CTA per tile)
       if (t < 0) break;
-      int n0, group, k_tiles;
+      int n0, group, kt_begin, kt_end;
       int index[kRowsPerThread];  // table row of each of this thread's tile rows, -1: zeros
       {
-        const Tile tile = sched.tile(p, t);
+        const Unit w = unit_of(t);
+        const Tile tile = sched.tile(p, w.tile);
         if (tile.zero) continue;
         n0 = (int)tile.n0;
         group = tile.group;
-        k_tiles = (int)ceil_div(tile.k_len, kBK);
+        unit_k_steps(w, (int)ceil_div(tile.k_len, kBK), kt_begin, kt_end);
 #pragma unroll
         for (int j = 0; j < kRowsPerThread; ++j) {
           const i64 r = tile.m0 + row0 + 16 * j;
@@ -527,7 +575,7 @@ struct Kernel {
           index[j] = i >= 0 && (i64)i < p.lhs_table_rows ? i : -1;
         }
       }
-      for (int kt = 0; kt < k_tiles; ++kt, ++it) {
+      for (int kt = kt_begin; kt < kt_end; ++kt, ++it) {
         const u32 s = it % kStages, phase = (it / kStages) & 1;
         const u32 full = full_bar + 8 * s;
         mbar_wait(empty_bar + 8 * s, phase ^ 1);
@@ -707,6 +755,37 @@ struct Kernel {
     }
   }
 
+  // kSplitTail: this warpgroup's partial sums of a piece of a split tile go into the piece's slot
+  // (thread-major: each of its 128 threads' i-th sums adjacent, so that the warpgroup writes and
+  // reads whole lines), then it counts itself in on the tile's counter. The piece that arrives
+  // last adds every piece's sums in piece order into acc and returns true: it stores the tile.
+  // The others return false.
+  static __device__ __forceinline__ bool join_pieces(const RagdotKernelParams& p, const Unit& w, int wg, int tid,
+                                                     float (&acc)[kAcc]) {
+    constexpr i64 kSlotFloats = (i64)kAcc * 128;  // one warpgroup's 64 x kBN sums
+    const int pieces = tile_split.pieces;
+    float* mine = p.split_partials + ((i64)w.slot * 2 + wg) * kSlotFloats + tid;
+#pragma unroll
+    for (int i = 0; i < kAcc; ++i) st_global_cg(mine + i * 128, acc[i]);
+    __threadfence();  // every thread's sums are visible GPU-wide before the count says they are there
+    warpgroup_sync(wg);
+    if (tid == 0) split_arrivals[wg] = atomicAdd(p.tile_counter + 1 + 2 * (w.slot / pieces) + wg, 1);
+    warpgroup_sync(wg);
+    if (*(volatile int*)&split_arrivals[wg] != pieces - 1) return false;
+    __threadfence();  // the other pieces' sums, counted in before this one, are visible to it
+    // every slot read back, this piece's too: a running sum in registers beside its own sums
+    // would not fit, and the order must not depend on which piece came last
+    const float* slot = p.split_partials + ((i64)(w.slot - w.piece) * 2 + wg) * kSlotFloats + tid;
+#pragma unroll
+    for (int i = 0; i < kAcc; ++i) acc[i] = ld_global_cg(slot + i * 128);
+    for (int q = 1; q < pieces; ++q) {
+      slot += 2 * kSlotFloats;
+#pragma unroll
+      for (int i = 0; i < kAcc; ++i) acc[i] += ld_global_cg(slot + i * 128);
+    }
+    return true;
+  }
+
   static __device__ __forceinline__ void consume(const RagdotKernelParams& p, const Sched& sched, u32 ring,
                                                  u64* full_bar, u64* empty_bar, int wg, const TensorMap* map_out) {
     const int tid = threadIdx.x & 127, warp = tid >> 5, lane = tid & 31;
@@ -719,21 +798,22 @@ struct Kernel {
       if (t < 0) break;
       // Only what the k loop needs stays live across it (the accumulators take most registers);
       // the epilogue looks the tile up again.
-      int k_tiles, k_len;
+      const Unit w = unit_of(t);
+      int kt_begin, kt_end, k_len;
       bool idle;
       {
-        const Tile tile = sched.tile(p, t);
+        const Tile tile = sched.tile(p, w.tile);
         const i64 cta_rows = imin((i64)kBM, tile.row_end - (tile.m0 + rank_m(rank) * kBM));  // this CTA's
         const i64 rows_here = cta_rows - wg * 64;                                           // this warpgroup's
         const bool cta_cols = !kPairN || tile.n0 + rank_n(rank) * kBN < p.n;  // an n pair's rank past n has none
         k_len = (int)tile.k_len;
-        k_tiles = tile.zero ? 0 : (int)ceil_div(tile.k_len, kBK);
+        unit_k_steps(w, tile.zero ? 0 : (int)ceil_div(tile.k_len, kBK), kt_begin, kt_end);
         // Mode 1: a group's last tile often has 64 rows or fewer; the warpgroup whose rows all lie
         // past the group's end keeps the pipeline's barriers but issues no wgmma, which halves that
         // tile's tensor-core time (groups of ~128 rows, as in deepseek-v3, have many such tiles).
         // Mode 2: both warpgroups take every k tile, since they zero its tail together, unless the
         // CTA has no rows at all (an m pair's rank past m). Pairs: nothing to do without columns.
-        idle = (V::kMode == 1 ? rows_here <= 0 : kPairM && cta_rows <= 0) || !cta_cols || k_tiles == 0;
+        idle = (V::kMode == 1 ? rows_here <= 0 : kPairM && cta_rows <= 0) || !cta_cols || kt_begin == kt_end;
       }
       // Zeroed on every path, outside any branch: accumulators defined on a divergent path make
       // ptxas serialize the wgmma pipeline (warning C7520).
@@ -746,7 +826,7 @@ struct Kernel {
         // tile's rows into a table, say) would find the stage's full barrier two phases on,
         // which its parity wait cannot tell from not yet full: it would wait forever, and its
         // warpgroup's next wgmma with it.
-        for (int kt = 0; kt < k_tiles; ++kt, ++it) {
+        for (int kt = kt_begin; kt < kt_end; ++kt, ++it) {
           const u32 s = it % kStages, phase = (it / kStages) & 1;
           mbar_wait(smem_address(&full_bar[s]), phase);
           warpgroup_sync(wg);
@@ -754,7 +834,7 @@ struct Kernel {
         }
       } else {
         u32 prev_stage = 0;
-        for (int kt = 0; kt < k_tiles; ++kt, ++it) {
+        for (int kt = kt_begin; kt < kt_end; ++kt, ++it) {
           const u32 s = it % kStages, phase = (it / kStages) & 1;
           mbar_wait(smem_address(&full_bar[s]), phase);
           // cp.async writes A through the generic proxy; wgmma reads shared memory through the async one
@@ -779,7 +859,7 @@ struct Kernel {
           for (int i = 0; i < kAcc; ++i) fence_operand(acc[i]);
           // keep one k-step in flight: the previous one is done, so its stage can be refilled
           wgmma_wait<1>();
-          if (kt > 0 && tid == 0) release_stage(empty_bar, prev_stage, rank);
+          if (kt > kt_begin && tid == 0) release_stage(empty_bar, prev_stage, rank);
           prev_stage = s;
         }
         wgmma_wait<0>();
@@ -789,11 +869,16 @@ struct Kernel {
       }
       // epilogue: accumulator pair (4j + 2h, 4j + 2h + 1) is row 16*warp + lane/4 + 8h,
       // columns 8j + 2*(lane%4) + {0, 1}
-      Tile tile = sched.tile(p, t);
+      Tile tile = sched.tile(p, w.tile);
       tile.m0 += rank_m(rank) * kBM;
       tile.n0 += rank_n(rank) * kBN;  // past n: cols_lim <= 0, nothing is stored
       const i64 cols_lim = p.n - tile.n0;
       const i64 rows_here = imin((i64)kBM, tile.row_end - tile.m0) - wg * 64;  // this warpgroup's rows
+      if constexpr (V::kSplitTail) {
+        // a piece of a split tile: only the last to arrive has the whole sums and stores them (a
+        // warpgroup without rows here has nothing to add in any piece)
+        if (w.slot >= 0 && rows_here > 0 && !join_pieces(p, w, wg, tid, acc)) continue;
+      }
       if constexpr (V::kTmaStore) {
         // (a warpgroup with no rows or columns here has nothing to send: it skips as a whole)
         const u32 area = ring + kStages * kStageBytes + wg * (kStagingBytes / 2);

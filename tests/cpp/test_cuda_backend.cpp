@@ -10,11 +10,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <optional>
+#include <regex>
 #include <string>
 
 #include "backends/cuda/cuda_driver.hpp"
 #include "backends/cuda/device.hpp"
 #include "gpu_test_support.hpp"
+#include "ragdot/split.h"
 #include "verify/check.hpp"
 
 namespace ragdot {
@@ -570,6 +572,117 @@ TEST(CudaBackend, HopperScatterAddRowsAtLayerScale) {
   }
 }
 
+// How a split-tail plan splits a mode 1 case's tiles (kernels/ragdot/split.h), worked out on the
+// host from the plan's tile width and grid, as the kernel will: the test knows the group sizes.
+RagdotSplit expected_split(const std::string& plan, const std::vector<std::int64_t>& group_sizes, std::int64_t k,
+                           std::int64_t n) {
+  std::smatch tile, grid;
+  const bool found = std::regex_search(plan, tile, std::regex(R"(128x(\d+)x64)")) &&
+                     std::regex_search(plan, grid, std::regex(R"(grid=(\d+)x)"));
+  EXPECT_TRUE(found) << "no tile width or grid in the plan: " << plan;
+  if (!found) return ragdot_split_plan(0, 0, 1, 0, 1);
+  const std::int64_t bn = std::stoll(tile[1]), ctas = std::stoll(grid[1]), n_tiles = (n + bn - 1) / bn;
+  std::int64_t m_tiles = 0;
+  for (std::int64_t g : group_sizes) m_tiles += (g + 127) / 128;
+  const int compute = int(m_tiles * n_tiles);
+  // (the zero tiles after them do not change the split)
+  return ragdot_split_plan(compute, compute, int(ctas), int((k + 63) / 64), RAGDOT_SPLIT_MAX_PIECES);
+}
+
+// The last wave's tiles split along k (RAGDOT_CUDA_VARIANT=split=tail): pieces of one tile on
+// different CTAs, their partial sums added by the last to arrive. Deep enough k (12 to 24 steps)
+// for two to four pieces, every group pattern, both weight layouts, 16-bit and f32 outputs, both
+// tile widths, the SwiGLU and table-row epilogues and gathered rows; on the whole grid (fewer
+// tiles than CTAs: every tile split, idle CTAs take the pieces) and on a grid capped at 4 or 6
+// CTAs (whole waves first, then the split ones). Three runs each, bitwise the same (the slots are
+// added in piece order, whichever piece arrives last). The test works out each case's split as
+// the kernel will and requires most cases to split, some after whole waves. `small`: one shape,
+// two patterns, the whole grid and 4 CTAs (HopperSplitTailCountsItsPieces has known splits after
+// whole waves; scripts/gpu_check.sh runs both under compute-sanitizer).
+void check_split_tail(bool small) {
+  // (narrow and short, deep only in k: the float64 oracle's time grows with m k n)
+  const std::vector<Shape> shapes = small ? std::vector<Shape>{{500, 1024, 264, 3}}
+                                          : std::vector<Shape>{{400, 1024, 136, 3}, {300, 768, 264, 4},
+                                                               {250, 1536, 128, 2}};
+  const std::vector<GroupPattern> patterns = epilogue_patterns(small);
+  const std::vector<const char*> specs =
+      small ? std::vector<const char*>{"split=tail", "split=tail,ctas=4"}
+            : std::vector<const char*>{"split=tail", "split=tail,ctas=4", "split=tail,ctas=6", "split=tail,bn=128"};
+  workloads::SplitMix64 rng(83);
+  std::uint64_t seed = 17000;
+  int cases = 0, split_plans = 0, split_cases = 0, after_whole_waves = 0;
+  auto check = [&](verify::Case c, const Shape& sh, const char* spec) {
+    c.description += std::string(" ") + spec;
+    ++cases;
+    const std::string plan = expect_cuda_pass(c, seed++, false, /*repeats=*/3);
+    split_plans += plan.find("splittail") != std::string::npos;
+    const RagdotSplit split = expected_split(plan, c.group_sizes, sh.k, sh.n);
+    split_cases += split.pieces > 1;
+    after_whole_waves += split.pieces > 1 && split.first_split > 0;
+  };
+  for (const char* spec : specs) {
+    ScopedVariant variant(spec);
+    const bool plain = std::string(spec) == "split=tail";
+    // every dtype and layout on the whole grid; bf16 with [E, K, N] weights on the others
+    for (DType dt : plain ? std::vector<DType>{DType::kBF16, DType::kF16} : std::vector<DType>{DType::kBF16}) {
+      for (DType out : plain && !small && dt == DType::kBF16 ? std::vector<DType>{dt, DType::kF32} : std::vector<DType>{dt}) {
+        for (bool nk : plain && !small ? std::vector<bool>{false, true} : std::vector<bool>{false}) {
+          for (const Shape& sh : shapes) {
+            for (GroupPattern pat : patterns) {
+              verify::Case c = mode1_case(sh, verify::make_group_sizes(pat, sh.g, sh.m, rng), dt, out, nk);
+              c.description += std::string(" ") + verify::group_pattern_name(pat);
+              check(c, sh, spec);
+            }
+          }
+        }
+      }
+    }
+    if (small) continue;
+    // the epilogues that run after the sums are joined, and gathered rows
+    for (GroupPattern pat : patterns) {
+      const Shape sh{300, 1024, 2 * 136, 3};
+      const auto gs = verify::make_group_sizes(pat, sh.g, sh.m, rng);
+      verify::Case swiglu = mode1_case(sh, gs, DType::kBF16, DType::kBF16, false);
+      swiglu.swiglu = true;
+      swiglu.description += std::string(" swiglu ") + verify::group_pattern_name(pat);
+      check(swiglu, sh, spec);
+      verify::Case table = mode1_case(sh, gs, DType::kBF16, DType::kBF16, false);
+      table.out_table_rows = sh.m / 4 + 3;
+      for (std::int64_t i = 0; i < sh.m; ++i) {
+        table.out_rows.push_back(std::int32_t(rng.next() % std::uint64_t(table.out_table_rows + 1)));  // some dropped
+        table.row_scales.push_back(float(rng.uniform()));
+      }
+      table.description += std::string(" scattered ") + verify::group_pattern_name(pat);
+      check(table, sh, spec);
+      verify::Case gathered = mode1_case(sh, gs, DType::kBF16, DType::kBF16, true);
+      gathered.lhs_table_rows = 301;
+      for (std::int64_t i = 0; i < sh.m; ++i) gathered.lhs_rows.push_back(std::int32_t(rng.next() % 310));
+      gathered.description += std::string(" gathered ") + verify::group_pattern_name(pat);
+      check(gathered, sh, spec);
+    }
+  }
+  EXPECT_EQ(split_plans, cases) << "a case was not planned with split tiles";
+  // (about 70%: no case of empty groups splits, and on 4 or 6 CTAs only last waves at most half full)
+  EXPECT_GE(split_cases * 10, cases * 6) << "fewer than 60% of the cases split a tile: the test misses its point";
+  if (!small) EXPECT_GT(after_whole_waves, 10) << "too few cases split their last wave after whole ones";
+  std::fprintf(stderr, "  %d cases, %d split tiles, %d of them after whole waves\n", cases, split_cases,
+               after_whole_waves);
+}
+
+// (the small cases first: scripts/gpu_check.sh runs the matrix only if they pass, since a piece
+// protocol that deadlocks hangs its test)
+TEST(CudaBackend, HopperSplitTailSmall) {
+  REQUIRE_GPU();
+  if (!device_is_hopper()) GTEST_SKIP() << "split tiles are the Hopper family's";
+  check_split_tail(true);
+}
+
+TEST(CudaBackend, HopperSplitTail) {
+  REQUIRE_GPU();
+  if (!device_is_hopper()) GTEST_SKIP() << "split tiles are the Hopper family's";
+  check_split_tail(false);
+}
+
 // The weight-gradient form of the Hopper family (mode 2: lhs [k, m], rhs [k, n], out [g, m, n]),
 // where group boundaries fall inside k tiles: odd sizes, empty groups (zero blocks), one group
 // holding every row, a tail no group covers, every output dtype, a group offset. On Hopper every
@@ -711,7 +824,12 @@ struct GraphFixture {
     s.dims = RaggedDotDimensionNumbers::ragged_dot();
     return RaggedDot::create(s).value();
   }
-  GraphFixture() : op(make_op(m, k, n, g)) {
+  GraphFixture() : op(make_op(m, k, n, g)) { fill(); }
+  GraphFixture(std::int64_t m_, std::int64_t k_, std::int64_t n_, std::int64_t g_)
+      : m(m_), k(k_), n(n_), g(g_), op(make_op(m, k, n, g)) {
+    fill();
+  }
+  void fill() {
     lhs.resize(std::size_t(m * k));
     rhs.resize(std::size_t(g * k * n));
     verify::fill_random(lhs.data(), DType::kBF16, m * k, 11);
@@ -773,10 +891,11 @@ struct FixtureOnDevice {
     return rel_error(out, f.expected(oracle_sizes));
   }
   static constexpr std::size_t kWorkspaceBytes = 4096;  // the fixture's plans need 512 bytes at most
+  std::size_t workspace_bytes;
   DeviceBuffer dl, dr, dg, dout, dws;
-  explicit FixtureOnDevice(const GraphFixture& fixture)
-      : f(fixture), dl(f.lhs.size() * 2), dr(f.rhs.size() * 2), dg(std::size_t(f.g) * 4),
-        dout(std::size_t(f.m * f.n) * 2), dws(kWorkspaceBytes) {}
+  explicit FixtureOnDevice(const GraphFixture& fixture, std::size_t workspace = kWorkspaceBytes)
+      : f(fixture), workspace_bytes(workspace), dl(f.lhs.size() * 2), dr(f.rhs.size() * 2), dg(std::size_t(f.g) * 4),
+        dout(std::size_t(f.m * f.n) * 2), dws(workspace) {}
   Status upload_inputs() const {
     Status st = gpu()->upload(dl.p, f.lhs.data(), f.lhs.size() * 2);
     return st.is_ok() ? gpu()->upload(dr.p, f.rhs.data(), f.rhs.size() * 2) : st;
@@ -787,7 +906,7 @@ struct FixtureOnDevice {
     a.rhs = {dr.p, f.rhs.size() * 2, MemorySpace::kDevice};
     a.group_sizes = {dg.p, std::size_t(f.g) * 4, MemorySpace::kDevice};
     a.out = {dout.p, std::size_t(f.m * f.n) * 2, MemorySpace::kDevice};
-    a.workspace = {dws.p, kWorkspaceBytes, MemorySpace::kDevice};
+    a.workspace = {dws.p, workspace_bytes, MemorySpace::kDevice};
     a.stream = stream;
     return a;
   }
@@ -847,6 +966,99 @@ TEST(CudaBackend, GraphCaptureReplaysWithNewGroupSizes) {
   }
   d->cuGraphExecDestroy(exec);
   d->cuGraphDestroy(graph);
+}
+
+// Split tiles, observed: after a run of a split-tail plan the workspace's counters tell how the
+// kernel cut its tiles. The tile counter stands at the units handed out plus one draw past the
+// end per CTA; each split tile's two counters at its piece count for a consumer warpgroup with
+// rows there and 0 for one without; every other counter at 0. Both must be what split.h gives for
+// these group sizes (tiles in the scheduler's order: group by group, m tiles of one n tile
+// adjacent) and the plan's grid, on the whole grid and on grids of 3, 4 and 6 CTAs, and through a
+// CUDA graph replayed with other group sizes (the counters are zeroed inside the graph). Outputs
+// against the oracle each time.
+TEST(CudaBackend, HopperSplitTailCountsItsPieces) {
+  REQUIRE_GPU();
+  if (!device_is_hopper()) GTEST_SKIP() << "split tiles are the Hopper family's";
+  GraphFixture f(600, 1024, 264, 5);  // 16 k steps: up to four pieces
+  const std::vector<std::vector<std::int32_t>> sizes = {
+      {130, 0, 61, 209, 200}, {600, 0, 0, 0, 0}, {7, 13, 101, 3, 470}, {64, 65, 128, 129, 1}, {0, 0, 0, 0, 0}};
+  const std::int64_t bn = 256, n_tiles = (f.n + bn - 1) / bn, k_steps = f.k / 64;
+  int checks = 0, split_runs = 0, after_whole_waves = 0;
+  // checks the output and the counters after a run with group sizes `gs` on `grid` CTAs
+  auto check_counters = [&](const FixtureOnDevice& dev, const std::vector<std::int32_t>& gs, int grid,
+                            const std::string& what) {
+    std::vector<std::uint16_t> out(std::size_t(f.m * f.n));
+    ASSERT_TRUE(gpu()->download(out.data(), dev.dout.p, out.size() * 2).is_ok());
+    EXPECT_LT(rel_error(out, f.expected(gs)), 6e-3) << what;
+    std::vector<int> rows_in_tile;  // the compute tiles' rows, in the scheduler's order
+    std::int64_t covered = 0;
+    for (std::int32_t size : gs) {
+      const std::int64_t m_tiles = (size + 127) / 128;
+      for (std::int64_t t = 0; t < m_tiles * n_tiles; ++t)
+        rows_in_tile.push_back(int(std::min<std::int64_t>(128, size - (t % m_tiles) * 128)));
+      covered += size;
+    }
+    const int compute = int(rows_in_tile.size());
+    const int zero_tiles = int((f.m - covered + 127) / 128 * n_tiles);
+    const RagdotSplit split =
+        ragdot_split_plan(compute + zero_tiles, compute, grid, int(k_steps), RAGDOT_SPLIT_MAX_PIECES);
+    std::vector<std::int32_t> counters(std::size_t(1 + 2 * grid));
+    ASSERT_TRUE(gpu()->download(counters.data(), dev.dws.p, counters.size() * 4).is_ok());
+    EXPECT_EQ(counters[0], split.total + grid) << what << ": units handed out";
+    const int tail = (split.split_end - split.first_split) / split.pieces;
+    for (int i = 0; i < grid; ++i)
+      for (int wg = 0; wg < 2; ++wg) {
+        const bool rows = i < tail && rows_in_tile[std::size_t(split.first_split + i)] > 64 * wg;
+        EXPECT_EQ(counters[std::size_t(1 + 2 * i + wg)], rows && split.pieces > 1 ? split.pieces : 0)
+            << what << ": split tile " << i << " warpgroup " << wg;
+      }
+    ++checks;
+    split_runs += split.pieces > 1;
+    after_whole_waves += split.pieces > 1 && split.first_split > 0;
+  };
+  for (const char* spec : {"split=tail", "split=tail,ctas=3", "split=tail,ctas=4", "split=tail,ctas=6"}) {
+    ScopedVariant variant(spec);
+    auto plan = f.cuda_plan();
+    ASSERT_TRUE(plan.ok()) << plan.status().message();
+    const std::string text = plan->to_string();
+    ASSERT_NE(text.find("splittail"), std::string::npos) << text;
+    std::smatch grid;
+    ASSERT_TRUE(std::regex_search(text, grid, std::regex(R"(grid=(\d+)x)"))) << text;
+    FixtureOnDevice dev(f, plan->workspace_bytes());
+    ASSERT_TRUE(dev.upload_inputs().is_ok());
+    for (const auto& gs : sizes) {
+      ASSERT_TRUE(gpu()->upload(dev.dg.p, gs.data(), gs.size() * 4).is_ok());
+      ASSERT_TRUE(plan->execute(dev.args(gpu()->stream())).is_ok());
+      ASSERT_TRUE(gpu()->synchronize().is_ok());
+      check_counters(dev, gs, std::stoi(grid[1]), std::string(spec) + " sizes " + std::to_string(gs[0]) + ",...");
+    }
+    if (std::string(spec) != "split=tail,ctas=4") continue;
+    // the same plan captured once and replayed with each group size
+    const cuda::DriverApi* d = cuda::driver();
+    auto device = cuda::device(0);
+    ASSERT_TRUE(device.ok());
+    cuda::ScopedContext scope((*device)->context);
+    ASSERT_TRUE(scope.status().is_ok());
+    CUstream stream = static_cast<CUstream>(gpu()->stream());
+    ASSERT_EQ(d->cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+    const Status st = plan->execute(dev.args(stream));
+    CUgraph graph = nullptr;
+    ASSERT_EQ(d->cuStreamEndCapture(stream, &graph), CUDA_SUCCESS);
+    ASSERT_TRUE(st.is_ok()) << st.to_string();
+    CUgraphExec exec = nullptr;
+    ASSERT_EQ(d->cuGraphInstantiate(&exec, graph, 0), CUDA_SUCCESS);
+    for (const auto& gs : sizes) {
+      ASSERT_TRUE(gpu()->upload(dev.dg.p, gs.data(), gs.size() * 4).is_ok());
+      ASSERT_EQ(d->cuGraphLaunch(exec, stream), CUDA_SUCCESS);
+      ASSERT_TRUE(gpu()->synchronize().is_ok());
+      check_counters(dev, gs, std::stoi(grid[1]), std::string("graph replay, sizes ") + std::to_string(gs[0]) + ",...");
+    }
+    d->cuGraphExecDestroy(exec);
+    d->cuGraphDestroy(graph);
+  }
+  EXPECT_EQ(checks, 25);
+  EXPECT_GE(split_runs, 10) << "too few runs split a tile: the test misses its point";
+  EXPECT_GE(after_whole_waves, 5) << "too few runs split their last wave after whole ones";
 }
 
 TEST(CudaBackend, CheckedModeRejectsBadGroupSizesWithoutWriting) {

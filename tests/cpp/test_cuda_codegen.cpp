@@ -407,6 +407,30 @@ TEST(CudaCodegen, VariantOverrideChangesTheTileOrSaysWhatIsWrong) {
   ASSERT_NE(gathered, variants.end());
   EXPECT_EQ(*override_variant(*gathered, "cluster=2", hopper), *gathered);  // no pairs for gathered rows
   EXPECT_EQ(*override_variant(*simt, "cluster=2", hopper), *simt);
+  // split=tail: the wgmma family's mode 1 (gathered rows too), one CTA per tile; elsewhere ignored
+  v = override_variant(*wgmma, "split=tail", hopper);
+  ASSERT_TRUE(v.ok()) << v.status().to_string();
+  EXPECT_TRUE(v->split_tail);
+  EXPECT_EQ(v->stages, wgmma->stages);  // the partial sums live in the workspace, not in shared memory
+  EXPECT_NE(v->name().find("splittail"), std::string::npos) << v->name();
+  EXPECT_NE(generate_source(*v).find("kSplitTail = true"), std::string::npos);
+  EXPECT_NE(generate_source(*wgmma).find("kSplitTail = false"), std::string::npos);
+  EXPECT_FALSE(override_variant(*v, "split=off", hopper)->split_tail);
+  EXPECT_TRUE(override_variant(*gathered, "split=tail", hopper)->split_tail);
+  EXPECT_FALSE(override_variant(*mode2, "split=tail", hopper)->split_tail);  // mode 2: ignored
+  EXPECT_EQ(*override_variant(*simt, "split=tail", hopper), *simt);
+  // ctas: accepted here (the plan caps its grid with it)
+  EXPECT_EQ(*override_variant(*wgmma, "ctas=8", hopper), *wgmma);
+  for (const char* bad : {"ctas=0", "ctas=-3", "ctas=", "ctas=many"}) {
+    auto r = override_variant(*wgmma, bad, hopper);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.status().message().find("ctas"), std::string::npos) << r.status().to_string();
+  }
+  for (const char* bad : {"split=2", "split=", "split=on", "split=tail,cluster=2", "cluster=2n,split=tail"}) {
+    auto r = override_variant(*wgmma, bad, hopper);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.status().message().find("split"), std::string::npos) << r.status().to_string();
+  }
 }
 
 // The Hopper variants must really run on the wgmma tensor-core path (HGMMA in the machine code),

@@ -25,6 +25,8 @@ extern "C" {
 #include "ragdot/params.h"
 #include "ragdot/relayout_params.h"
 }
+#include "ragdot/split.h"
+
 
 namespace ragdot::planner {
 
@@ -125,10 +127,18 @@ class CudaPlan final : public detail::BackendPlan {
     graph_safe = !checked;
     needs_host_sync = checked;
     std::size_t ws = checked ? kCheckFlagBytes : 0;
-    // the wgmma family hands out tiles in order from a counter, zeroed before each launch
+    // the wgmma family hands out tiles in order from a counter, zeroed before each launch; with
+    // the last wave split along k, each split tile's consumer warpgroups count their pieces in on
+    // counters of their own (at most half a wave of tiles is split), and each piece's partial sums
+    // take a slot (at most a wave of pieces: kernels/ragdot/split.h)
     if (v.family == cuda::KernelFamily::kWgmma) {
       tile_counter_offset_ = ws;
-      ws += kTileCounterBytes;
+      counters_ = v.split_tail ? 1 + 2 * grid_x_ : 1;
+      ws += std::max(kTileCounterBytes, align256(std::size_t(counters_) * 4));
+    }
+    if (v.split_tail) {
+      split_partials_offset_ = ws;
+      ws += align256(std::size_t(grid_x_) * std::size_t(v.bn) * 128 * sizeof(float));  // 2 x 64 x bn per slot
     }
     for (std::optional<RelayoutCopy>* c : {&lhs_copy_, &rhs_copy_}) {
       if (!*c) continue;
@@ -193,9 +203,12 @@ class CudaPlan final : public detail::BackendPlan {
     if (rhs_copy_) RAGDOT_RETURN_IF_ERROR(copy_operand(*rhs_copy_, a.rhs.data, a.workspace.data, stream, &k.rhs));
     if (tile_counter_offset_) {
       const CUdeviceptr counter = reinterpret_cast<CUdeviceptr>(a.workspace.data) + *tile_counter_offset_;
-      RAGDOT_CU_RETURN_IF_ERROR(d->cuMemsetD32Async(counter, 0, 1, stream), "cuMemsetD32Async (tile counter)");
+      RAGDOT_CU_RETURN_IF_ERROR(d->cuMemsetD32Async(counter, 0, std::size_t(counters_), stream),
+                                "cuMemsetD32Async (tile counter)");
       k.tile_counter = reinterpret_cast<int*>(counter);
     }
+    if (split_partials_offset_)
+      k.split_partials = reinterpret_cast<float*>(static_cast<char*>(a.workspace.data) + *split_partials_offset_);
     cuda::OperandMaps maps{};
     void* args[] = {&k, &maps.a, &maps.b, &maps.out};  // the kernel reads as many as it takes
     if (variant_.family == cuda::KernelFamily::kWgmma)
@@ -236,6 +249,8 @@ class CudaPlan final : public detail::BackendPlan {
   std::optional<RelayoutCopy> lhs_copy_, rhs_copy_;
   CUfunction relayout_ = nullptr;
   std::optional<std::size_t> tile_counter_offset_;  // in the workspace
+  int counters_ = 0;                                 // int32 counters there, zeroed before each launch
+  std::optional<std::size_t> split_partials_offset_;  // in the workspace: split tiles' partial sums
 };
 
 // Clusters of a kernel that fit on the device at once, for a kernel launched in CTA pairs (the
@@ -331,9 +346,13 @@ class CudaBackend final : public Backend {
     if (v.mode == 1) max_tiles = (ceil_div(p.m, tile_rows) + p.computed_groups + 2) * n_tiles;
     if (v.mode == 2) max_tiles = p.computed_groups * ceil_div(p.m, tile_rows) * n_tiles;
     if (v.mode == 3) max_tiles = ceil_div(p.m, v.bm) * n_tiles;
+    // with the last wave split along k, idle CTAs take pieces of the tiles: up to that many more
+    // (where k has the steps for two pieces at least)
+    if (v.split_tail && ceil_div(p.k, v.bk) >= 2 * RAGDOT_SPLIT_MIN_STEPS) max_tiles *= RAGDOT_SPLIT_MAX_PIECES;
     const std::int64_t outer = std::max<std::int64_t>(p.outer_count(), 1);
-    const int grid_x = v.cluster * int(std::clamp<std::int64_t>(ceil_div(resident, outer), 1,
-                                                                std::max<std::int64_t>(max_tiles, 1)));
+    std::int64_t clusters = std::clamp<std::int64_t>(ceil_div(resident, outer), 1, std::max<std::int64_t>(max_tiles, 1));
+    if (spec.ctas) clusters = std::min<std::int64_t>(clusters, std::max(*spec.ctas / v.cluster, 1));
+    const int grid_x = v.cluster * int(clusters);
     const bool checked = r.options.checked || env::checked();
     RAGDOT_ASSIGN_OR_RETURN(std::optional<RelayoutCopy> lhs_copy, relayout_copy(p.lhs_relayout, p.lhs_dtype));
     RAGDOT_ASSIGN_OR_RETURN(std::optional<RelayoutCopy> rhs_copy, relayout_copy(p.rhs_relayout, p.rhs_dtype));

@@ -150,7 +150,8 @@ std::string KernelVariant::name() const {
   else if (family == KernelFamily::kWgmma)
     s << " tma s" << stages << (gather_a ? " gatherA" : "")
       << (cluster > 1 ? " cluster" + std::to_string(cluster) + (cluster == 2 && cluster_along_n ? "n" : "") : "")
-      << (tma_store ? " tmastore" : "") << (swiglu ? " swiglu" : "") << (scatter_out ? " scatter" : "");
+      << (tma_store ? " tmastore" : "") << (swiglu ? " swiglu" : "") << (scatter_out ? " scatter" : "")
+      << (split_tail ? " splittail" : "");
   else s << " t" << tm << 'x' << tn;
   return s.str();
 }
@@ -169,6 +170,7 @@ std::string generate_source(const KernelVariant& v) {
       << "  static constexpr bool kTmaStore = " << (v.tma_store ? "true" : "false") << ";\n"
       << "  static constexpr bool kSwiglu = " << (v.swiglu ? "true" : "false") << ";\n"
       << "  static constexpr bool kScatterOut = " << (v.scatter_out ? "true" : "false") << ";\n"
+      << "  static constexpr bool kSplitTail = " << (v.split_tail ? "true" : "false") << ";\n"
       << "  typedef ragdot::" << type_tag(v.lhs) << " In;\n"
       << "  typedef ragdot::" << type_tag(v.out) << " Out;\n"
       << "};\n\n"
@@ -331,6 +333,12 @@ Result<VariantSpec> parse_variant_spec(const std::string& spec) {
       out.tma_store = text == "tma";
       continue;
     }
+    if (key == "split") {
+      if (text != "tail" && text != "off")
+        return invalid_argument("RAGDOT_CUDA_VARIANT: split must be tail or off, got '" + text + "'");
+      out.split_tail = text == "tail";
+      continue;
+    }
     if (key == "cluster") {
       if (text != "1" && text != "2" && text != "2n" && text != "4")
         return invalid_argument(
@@ -348,6 +356,10 @@ Result<VariantSpec> parse_variant_spec(const std::string& spec) {
     } else if (key == "stages") {
       if (value < 2 || value > 8) return invalid_argument("RAGDOT_CUDA_VARIANT: stages must be 2 to 8, got " + text);
       out.stages = int(value);
+    } else if (key == "ctas") {
+      if (value < 1 || value > (1l << 20))
+        return invalid_argument("RAGDOT_CUDA_VARIANT: ctas must be 1 to 1048576, got '" + text + "'");
+      out.ctas = int(value);
     } else if (key == "raster") {
       if (value < 0 || value > (1l << 22))
         return invalid_argument("RAGDOT_CUDA_VARIANT: raster must be 0 (off) or KiB of L2 up to 4 GiB, got '" + text +
@@ -355,7 +367,7 @@ Result<VariantSpec> parse_variant_spec(const std::string& spec) {
       out.raster_bytes = std::int64_t(value) << 10;
     } else {
       return invalid_argument("RAGDOT_CUDA_VARIANT: unknown key '" + key +
-                              "' (known: bn, stages, cluster, epilogue, small_groups, raster)");
+                              "' (known: bn, stages, cluster, epilogue, split, ctas, small_groups, raster)");
     }
   }
   return out;
@@ -389,6 +401,11 @@ Result<KernelVariant> override_variant(const KernelVariant& v, const VariantSpec
     out.cluster = *spec.cluster;
     out.cluster_along_n = along_n;
   }
+  // split tiles: the Hopper family's mode 1, one CTA per tile; elsewhere the key is ignored
+  if (spec.split_tail && out.family == KernelFamily::kWgmma && out.mode == 1) out.split_tail = *spec.split_tail;
+  if (out.split_tail && out.cluster > 1)
+    return invalid_argument("RAGDOT_CUDA_VARIANT: split=tail runs each tile on one CTA; not with cluster=" +
+                            std::to_string(out.cluster) + (out.cluster_along_n ? "n" : ""));
   if (out.dynamic_smem_bytes(kMaxGroupsPlusLocal / 2, kMaxGroupsPlusLocal / 2) > d.max_dynamic_smem)
     return invalid_argument("RAGDOT_CUDA_VARIANT: " + out.name() + " needs more shared memory than the device has");
   return out;
@@ -495,6 +512,22 @@ std::vector<KernelVariant> all_variants(const DeviceTraits& d) {
           v.cluster_along_n = kind == 1;
           out.push_back(v);
         }
+    }
+    if (is_hopper(d)) {
+      // the last wave split along k (RAGDOT_CUDA_VARIANT=split=tail), in every mode 1 form: both
+      // weight layouts, gathered rows, the SwiGLU and table-row epilogues, f32 outputs, f16 inputs
+      // (the partial sums are the same code for every dtype); and at the narrower tile
+      for (int form = 0; form < 7; ++form) {
+        const DType in = form == 6 ? DType::kF16 : DType::kBF16, o = form == 5 ? DType::kF32 : in;
+        KernelVariant v = wgmma_variant(1, in, o, form == 1, 256, d, form == 2);
+        v.swiglu = form == 3;
+        v.scatter_out = form == 4;
+        v.split_tail = true;
+        out.push_back(v);
+      }
+      KernelVariant narrow = wgmma_variant(1, DType::kBF16, DType::kBF16, false, 128, d);
+      narrow.split_tail = true;
+      out.push_back(narrow);
     }
     out.erase(std::remove_if(out.begin(), out.end(), [](const KernelVariant& v) { return v.stages < 2; }), out.end());
   }

@@ -34,6 +34,7 @@ struct KernelVariant {
   bool tma_store = false;        // wgmma mode 2, 16-bit out: epilogue through shared memory and TMA stores
   bool swiglu = false;           // wgmma mode 1: out = silu(gate) * up of the product's halves
   bool scatter_out = false;      // wgmma mode 1: rows added (scaled) into an f32 table through an index
+  bool split_tail = false;       // wgmma mode 1, one CTA per tile: the last wave's tiles split along k (split.h)
 
   int threads() const;
   bool pairs_along_m() const { return cluster == 4 || (cluster == 2 && !cluster_along_n); }  // B shared
@@ -68,12 +69,18 @@ Result<KernelVariant> choose_variant(const core::GroupGemmProblem& p, const Devi
 // stores through shared memory and TMA; direct: from registers), `small_groups` (mma or wgmma,
 // the default: the family of decode-sized groups, for choose_variant) and `raster` (KiB of L2 for
 // a block of a group's rows, kernels/ragdot/raster.h; 0, the default, is the plain order; for the
-// plan's launch arguments). An unknown key or a value out of range is an error that names it, so
+// plan's launch arguments), `split` (tail: the wgmma family's mode 1 splits the last wave's tiles
+// along k, kernels/ragdot/split.h, with a workspace of f32 partial sums; off, the default: whole
+// tiles; not with clusters), `ctas` (the persistent families' grid at most that many CTAs, a
+// multiple of the cluster size: for a GPU shared with other work, and for tests of how tiles
+// spread over few CTAs; for the plan's launch). An unknown key or a value out of range is an error that names it, so
 // a typo never silently measures the default.
 struct VariantSpec {
   std::optional<int> bn, stages, cluster;
   bool cluster_along_n = false;  // with cluster 2
   std::optional<bool> tma_store;
+  std::optional<bool> split_tail;
+  std::optional<int> ctas;  // the persistent grid's CTAs at most (for the plan's launch)
   bool small_groups_on_wgmma = true;
   std::int64_t raster_bytes = 0;
 };
