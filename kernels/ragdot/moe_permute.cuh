@@ -1,16 +1,18 @@
 // The MoE layer's permutation on the device: a stable counting sort of the (token, slot) pairs by
-// expert in three small kernels (count per chunk, offsets, scatter), with no host sync: the group
+// expert in three small kernels (count per chunk, offsets, scatter) and no memsets, with no host sync: the group
 // sizes the expert ragged dots read come out of it on the device. Then the gather of the sorted
 // rows and the weighted combine of the expert outputs back into token order, accumulated in f32.
 //
 //   ragdot_moe_count    grid num_chunks, block 32: per-chunk histogram (shared-memory atomics)
 //   ragdot_moe_offsets  grid 1, block 1024: each expert's rows start after the earlier experts',
-//                       each chunk's after the earlier chunks' (so the sort is stable)
+//                       each chunk's after the earlier chunks' (so the sort is stable); the count
+//                       of out-of-range pairs, and the rows past the valid ones
 //   ragdot_moe_scatter  grid num_chunks, block 32: walks its chunk 32 pairs at a time in order;
 //                       lanes with the same expert are ranked by __match_any_sync
-//   ragdot_moe_sort_one_block  grid 1, block 1024: the same sort in one launch and no memsets (the
-//                       three kernels above cost ~25 us on 32768 pairs, mostly launch gaps and
-//                       the offsets kernel's walk down each expert's column of chunks)
+//   ragdot_moe_sort_one_block  grid 1, block 1024: the same sort in one launch (the three kernels
+//                       above and four memsets cost ~25 us on 32768 pairs, mostly launch gaps
+//                       and the offsets kernel's walk down each expert's column of chunks, both
+//                       since cut; its one block walks every pair, which costs more)
 //   ragdot_moe_gather   rows[r] = scale[t] * x[t] for the pair (t, j) of sorted row r
 //   ragdot_moe_gather_warps  the same, one warp per row with a lane's loads of the row in flight
 //                       together (more bytes in flight than one 16-byte piece per thread)
@@ -68,18 +70,12 @@ extern "C" __global__ void __launch_bounds__(32) ragdot_moe_count(const RagdotMo
   for (int e = lane; e < p.num_experts; e += 32) counts[e] = 0;
   __syncwarp();
   const long long first = (long long)chunk * RAGDOT_MOE_CHUNK;
-  int bad = 0;
   for (int i = lane; i < RAGDOT_MOE_CHUNK; i += 32) {
     const long long pair = first + i;
     if (pair >= p.pairs) break;
     const int e = p.experts[pair];
-    if (ragdot::moe_expert_ok(e, p.num_experts)) {
-      atomicAdd(&counts[e], 1);
-    } else {
-      ++bad;
-    }
+    if (ragdot::moe_expert_ok(e, p.num_experts)) atomicAdd(&counts[e], 1);  // (the others: pairs - rows, later)
   }
-  if (bad) atomicAdd(p.bad_experts, bad);
   __syncwarp();
   int* out = p.chunk_counts + (long long)chunk * p.num_experts;
   for (int e = lane; e < p.num_experts; e += 32) out[e] = counts[e];
@@ -89,9 +85,8 @@ namespace ragdot {
 
 // column[c * stride] = update(column[c * stride]) for c in [0, n), in order. kBatch loads are
 // issued before the stores that follow them, so a long column costs n / kBatch memory round trips.
-template <class Update>
+template <int kBatch = 16, class Update>
 __device__ __forceinline__ void moe_update_column(int* column, int n, long long stride, Update update) {
-  constexpr int kBatch = 16;
   for (int c0 = 0; c0 < n; c0 += kBatch) {
     int v[kBatch];
 #pragma unroll
@@ -105,24 +100,60 @@ __device__ __forceinline__ void moe_update_column(int* column, int n, long long 
 
 }  // namespace ragdot
 
+// Each expert's column of chunk counts is split among `lanes` adjacent lanes of one warp (as many
+// as 1024 threads give every expert, up to 32), each summing a stretch of it with its loads in
+// flight together; a scan over the lanes and one over the experts then give each stretch its
+// first row. (One thread per column walked 128 chunks in 16 dependent round trips: most of the
+// sort's time on qwen3-30b-a3b's 32768 pairs.) It also writes what the memsets before the sort
+// used to: the count of pairs whose expert is out of range (pairs - rows) and, for the rows past
+// the valid ones, which belong to no pair, pair_of = token_of = -1 and weight_of = 0.
 extern "C" __global__ void __launch_bounds__(1024) ragdot_moe_offsets(const RagdotMoeSortParams p) {
   __shared__ ragdot::i64 scratch[33];
-  const int e = threadIdx.x;
-  const bool mine = e < p.num_experts;
-  int* column = p.chunk_counts + e;  // this expert's count in every chunk
-  // each expert's chunks in order: the count becomes the chunk's first row within the expert
-  int running = 0;
+  const int experts = p.num_experts, chunks = p.num_chunks;
+  int lanes = 1;  // a power of two, so that an expert's lanes lie in one warp
+  while (lanes < 32 && 2 * lanes * experts <= 1024) lanes *= 2;
+  const int e = threadIdx.x / lanes, part = threadIdx.x % lanes;
+  const bool mine = e < experts;
+  const int per = (chunks + lanes - 1) / lanes;
+  const int c0 = part * per < chunks ? part * per : chunks, c1 = c0 + per < chunks ? c0 + per : chunks;
+  int* stretch = p.chunk_counts + (mine ? (long long)c0 * experts + e : 0);  // this lane's chunks of expert e's column
+  int sum = 0;
   if (mine) {
-    ragdot::moe_update_column(column, p.num_chunks, p.num_experts, [&](int v) {
+    constexpr int kBatch = 8;
+    for (int c = 0; c < c1 - c0; c += kBatch) {
+      int v[kBatch];
+#pragma unroll
+      for (int i = 0; i < kBatch; ++i) v[i] = c + i < c1 - c0 ? stretch[(long long)(c + i) * experts] : 0;
+#pragma unroll
+      for (int i = 0; i < kBatch; ++i) sum += v[i];
+    }
+  }
+  // the expert's rows in the earlier stretches, and in all of them (every lane of the warp takes part)
+  int inclusive = sum;
+#pragma unroll
+  for (int d = 1; d < 32; d <<= 1) {
+    const int up = __shfl_up_sync(0xffffffffu, inclusive, d, lanes);
+    if (d < lanes && part >= d) inclusive += up;
+  }
+  const int rows = __shfl_sync(0xffffffffu, inclusive, lanes - 1, lanes);
+  ragdot::i64 valid = 0;
+  const ragdot::i64 scanned = ragdot::block_exclusive_scan<1024>(mine && part == 0 ? rows : 0, scratch, valid);
+  const int start = __shfl_sync(0xffffffffu, (int)scanned, 0, lanes);  // the expert's first row
+  if (mine) {
+    int running = start + inclusive - sum;
+    ragdot::moe_update_column<8>(stretch, c1 - c0, experts, [&](int v) {
       const int first = running;
       running += v;
       return first;
     });
-    p.group_sizes[e] = running;
+    if (part == 0) p.group_sizes[e] = rows;
   }
-  ragdot::i64 total = 0;
-  const int start = (int)ragdot::block_exclusive_scan<1024>(mine ? running : 0, scratch, total);
-  if (mine) ragdot::moe_update_column(column, p.num_chunks, p.num_experts, [&](int v) { return v + start; });
+  if (threadIdx.x == 0) *p.bad_experts = (int)(p.pairs - valid);
+  for (long long r = valid + threadIdx.x; r < p.pairs; r += blockDim.x) {
+    p.pair_of[r] = -1;
+    if (p.token_of) p.token_of[r] = -1;
+    if (p.weight_of) p.weight_of[r] = 0.0f;
+  }
 }
 
 extern "C" __global__ void __launch_bounds__(32) ragdot_moe_scatter(const RagdotMoeSortParams p) {

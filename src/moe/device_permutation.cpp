@@ -35,7 +35,6 @@ std::int64_t warp_row_blocks(std::int64_t rows, const cuda::Device& device) {
 // Gathered rows larger than this are stored streaming (evict first): they cannot stay in L2
 // for the up projection anyway, and would push out the tokens the gather reads top-k times.
 constexpr std::int64_t kStreamRowsBytes = std::int64_t(32) << 20;
-CUdeviceptr dptr(const void* p) { return reinterpret_cast<CUdeviceptr>(p); }
 }  // namespace
 
 struct DevicePermutation::State {
@@ -180,23 +179,12 @@ Status DevicePermutation::sort(const void* experts, std::int64_t pairs, const De
                               "launching ragdot_moe_sort_one_block");
     return Status::ok();
   }
-  RAGDOT_CU_RETURN_IF_ERROR(d->cuMemsetD32Async(dptr(out.bad_experts), 0, 1, st), "cuMemsetD32Async");
-  if (pairs > 0) {
-    RAGDOT_CU_RETURN_IF_ERROR(d->cuMemsetD32Async(dptr(out.pair_of), 0xffffffffu, std::size_t(pairs), st),
-                              "cuMemsetD32Async");
-    if (out.token_of) {
-      RAGDOT_CU_RETURN_IF_ERROR(d->cuMemsetD32Async(dptr(out.token_of), 0xffffffffu, std::size_t(pairs), st),
-                                "cuMemsetD32Async");
-    }
-    if (out.weight_of) {
-      RAGDOT_CU_RETURN_IF_ERROR(d->cuMemsetD32Async(dptr(out.weight_of), 0, std::size_t(pairs), st), "cuMemsetD32Async");
-    }
-  }
+  // no memsets: the offsets kernel writes the out-of-range count and the rows no pair takes
   if (p.num_chunks > 0) {
     RAGDOT_CU_RETURN_IF_ERROR(d->cuLaunchKernel(s_->count, unsigned(p.num_chunks), 1, 1, 32, 1, 1, 0, st, args, nullptr),
                               "launching ragdot_moe_count");
   }
-  // with no pairs the offsets kernel still writes the (zero) group sizes
+  // with no pairs the offsets kernel still writes the (zero) group sizes and count
   RAGDOT_CU_RETURN_IF_ERROR(d->cuLaunchKernel(s_->offsets, 1, 1, 1, 1024, 1, 1, 0, st, args, nullptr),
                             "launching ragdot_moe_offsets");
   if (p.num_chunks > 0) {

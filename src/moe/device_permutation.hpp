@@ -30,8 +30,8 @@ struct DeviceSortBuffers {
 
 // How sort() runs: the same stable sort either way (the same outputs, bit for bit).
 enum class SortKernel {
-  kChunked,   // count per chunk of 256 pairs, offsets, scatter: three launches and up to three memsets
-  kOneBlock,  // one launch of one 1024-thread block (32 warps, one run of pairs each), no memsets
+  kChunked,   // count per chunk of 256 pairs, offsets, scatter: three launches
+  kOneBlock,  // one launch of one 1024-thread block (32 warps, one run of pairs each)
 };
 // RAGDOT_MOE_SORT ("chunked" or "one_block"); unset: kChunked. Another value is an error.
 Result<SortKernel> sort_kernel_from_env();
