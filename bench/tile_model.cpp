@@ -10,7 +10,10 @@
 // tile when it is free; a tile costs its k steps, half of that with 64 rows or fewer), against
 // the same work spread evenly; and the modelled speedup of RAGDOT_CUDA_VARIANT=split=tail
 // (kernels/ragdot/split.h: the last wave's tiles cut along k, each piece charged STEPS k steps,
-// default 2, for its partial sums' round trip through L2).
+// default 2, for its partial sums' round trip through L2). Last, the same for swapped operands
+// (RAGDOT_CUDA_VARIANT=swap=ab: tiles of up to 160 token rows by 256 columns, the rows as wgmma's N
+// in steps of 16, A loaded in boxes of 32 rows): the rows multiplied, and the bytes the tiles load
+// from L2 against the plain tiles' (A's loaded rows plus B's columns, times k).
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -72,7 +75,8 @@ int main(int argc, char** argv) {
       {"qwen3 prefill up", "qwen3-30b-a3b", 8192, true, 1.2},
   };
   std::printf("| case | skew | tiles | waves on %d SMs | rows useful / multiplied | in-order hand-out efficiency | "
-              "split=tail pieces | modelled split=tail speedup |\n|---|---|---|---|---|---|---|---|\n",
+              "split=tail pieces | modelled split=tail speedup | swap=ab: rows useful / multiplied | swap=ab: L2 bytes / "
+              "plain |\n|---|---|---|---|---|---|---|---|---|---|\n",
               sms);
   for (const Case& c : cases) {
     const auto preset = ragdot::workloads::find_preset(c.preset);
@@ -86,6 +90,8 @@ int main(int argc, char** argv) {
     const std::int64_t bn = g.n >= 256 ? 256 : 128, n_tiles = (g.n + bn - 1) / bn, k_steps = (g.k + 63) / 64;
     std::vector<double> costs;  // in k steps of a full tile, in the scheduler's order
     double useful = 0, multiplied = 0;
+    double plain_loads = 0, swap_loads = 0, swap_multiplied = 0;  // rows or columns loaded, rows multiplied
+    const std::int64_t swap_n_tiles = (g.n + 255) / 256;
     for (std::int64_t rows : sizes) {
       const std::int64_t m_tiles = (rows + 127) / 128;
       for (std::int64_t n = 0; n < n_tiles; ++n) {
@@ -95,9 +101,17 @@ int main(int argc, char** argv) {
           costs.push_back(double(k_steps) * share);
           useful += double(k_steps) * double(here) / 128.0;
           multiplied += double(k_steps) * share;
+          plain_loads += double(here > 64 ? 128 : 64) + double(bn);  // A in boxes of 64 rows, B whole
         }
       }
+      for (std::int64_t m = 0; m < (rows + 159) / 160; ++m) {
+        const std::int64_t here = std::min<std::int64_t>(160, rows - m * 160);
+        swap_multiplied += double((here + 15) / 16 * 16) * double(swap_n_tiles);
+        swap_loads += double(((here + 31) / 32 * 32) + 256) * double(swap_n_tiles);
+      }
     }
+    double row_total = 0;
+    for (std::int64_t rows : sizes) row_total += double(rows);
     const double whole = in_order_makespan(costs, sms);
     const RagdotSplit split = ragdot_split_plan(int(costs.size()), int(costs.size()), sms, int(k_steps),
                                                 RAGDOT_SPLIT_MAX_PIECES);
@@ -109,9 +123,9 @@ int main(int argc, char** argv) {
       units.push_back(slot < 0 ? c_tile : c_tile / split.pieces + piece_overhead);
     }
     const double with_split = in_order_makespan(units, sms);
-    std::printf("| %s | %.1f | %zu | %.2f | %.3f | %.3f | %d | %.3f |\n", c.name, c.skew, costs.size(),
+    std::printf("| %s | %.1f | %zu | %.2f | %.3f | %.3f | %d | %.3f | %.3f | %.3f |\n", c.name, c.skew, costs.size(),
                 double(costs.size()) / sms, useful / multiplied, multiplied / sms / whole, split.pieces,
-                whole / with_split);
+                whole / with_split, row_total * double(swap_n_tiles) / swap_multiplied, swap_loads / plain_loads);
   }
   return 0;
 }

@@ -13,17 +13,17 @@
 # --no-peers.
 # --sweep times the cuda backend again under each RAGDOT_CUDA_VARIANT override in SPECS
 # (';'-separated) beside the planner's choice, on every benchmark case (default
-# "cluster=2;cluster=2n;cluster=4;raster=25600;epilogue=tma;epilogue=tma,bn=192;bn=128;split=tail":
+# "cluster=2;cluster=2n;cluster=4;raster=25600;epilogue=tma;epilogue=tma,bn=192;bn=128;split=tail;swap=ab":
 # the Hopper family's CTA pairs along m and along n and 2 x 2 clusters, a large group's tiles in
 # blocks whose rows fit in 25 MiB of L2, the weight gradient's TMA-store epilogue at bn 256 (3
-# stages: the staging area takes one) and at bn 192 (4 stages), 128-wide tiles (6 stages), and
-# the last wave's tiles split along k; "" for none).
+# stages: the staging area takes one) and at bn 192 (4 stages), 128-wide tiles (6 stages), the
+# last wave's tiles split along k, and swapped operands (token rows as wgmma's N); "" for none).
 # --python adds, after everything else, the Python bindings' GPU tests and MoE step benchmark
 # (scripts/gpu_python.sh; needs nanobind, jax with CUDA, and PyTorch or CuPy installed there).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . scripts/gpu_log.sh log.txt
-run_tests=1 run_bench=1 run_sanitizer=1 run_python=0 quick="" skip='^$' only='.*' peers=1 sweep='cluster=2;cluster=2n;cluster=4;raster=25600;epilogue=tma;epilogue=tma,bn=192;bn=128;split=tail'
+run_tests=1 run_bench=1 run_sanitizer=1 run_python=0 quick="" skip='^$' only='.*' peers=1 sweep='cluster=2;cluster=2n;cluster=4;raster=25600;epilogue=tma;epilogue=tma,bn=192;bn=128;split=tail;swap=ab'
 while [ $# -gt 0 ]; do
   a=$1
   shift
@@ -71,7 +71,7 @@ if [ $run_tests = 1 ]; then
       # CTA pairs and split tiles: a protocol between CTAs that deadlocks hangs its test. The few
       # cases of each kind run first on a short limit; the kind's matrix only if they passed.
       limit=150
-      [[ $t == *ClusterPairsSmall* || $t == *SplitTailSmall ]] && limit=60
+      [[ $t == *ClusterPairsSmall* || $t == *SplitTailSmall || $t == *SwappedOperandsSmall ]] && limit=60
       [[ $t == *HopperSplitTail ]] && limit=300
       if [[ $t == *ClusterPairsAlong* ]] && ! grep -q "${t/ClusterPairs/ClusterPairsSmall} exit 0" "$OUT/gpu_tests.txt"; then
         echo "$t skipped (its small cases did not pass)" | tee -a "$LOG" >> "$OUT/gpu_tests.txt"
@@ -79,6 +79,10 @@ if [ $run_tests = 1 ]; then
       fi
       if [[ $t == *HopperSplitTail* && $t != *SplitTailSmall ]] &&
          ! grep -q "CudaBackend.HopperSplitTailSmall exit 0" "$OUT/gpu_tests.txt"; then
+        echo "$t skipped (its small cases did not pass)" | tee -a "$LOG" >> "$OUT/gpu_tests.txt"
+        continue
+      fi
+      if [[ $t == *HopperSwappedOperands ]] && ! grep -q "${t}Small exit 0" "$OUT/gpu_tests.txt"; then
         echo "$t skipped (its small cases did not pass)" | tee -a "$LOG" >> "$OUT/gpu_tests.txt"
         continue
       fi
@@ -101,7 +105,7 @@ if [ $run_bench = 1 ]; then
   # cost the whole benchmark
   if [ $run_tests = 1 ]; then
     for axis in ClusterPairsAlongM:cluster=2 ClusterPairsAlongN:cluster=2n ClusterPairsAlongMN:cluster=4 \
-                WeightGradientTmaStore:epilogue=tma SplitTail:split=tail; do
+                WeightGradientTmaStore:epilogue=tma SplitTail:split=tail SwappedOperands:swap=ab; do
       if ! grep -q "Hopper${axis%%:*} exit 0" "$OUT/gpu_tests.txt"; then
         sweep=$(echo "$sweep" | tr ';' '\n' | grep -vE "(^|,)${axis#*:}(,|$)" | paste -sd ';' -)
         say "sweep: ${axis#*:} left out, its GPU tests did not pass"
@@ -138,7 +142,8 @@ if [ $run_tests = 1 ] && [ $run_sanitizer = 1 ]; then
     fi
   done
   # the TMA-store, SwiGLU and scatter epilogues and split tiles, likewise once their matrices passed
-  for small in HopperWeightGradientTmaStore HopperSwigluEpilogue HopperScatterAddRows HopperSplitTail; do
+  for small in HopperWeightGradientTmaStore HopperSwigluEpilogue HopperScatterAddRows HopperSplitTail \
+               HopperSwappedOperands; do
     if [ -z "${RAGDOT_SANITIZE_FILTER:-}" ] && grep -q "$small exit 0" "$OUT/gpu_tests.txt"; then
       filter="$filter:CudaBackend.${small}Small"
     fi

@@ -1,10 +1,10 @@
 // Hopper family (sm_90a): warp-specialized, persistent. One producer warp issues TMA loads of the
 // A tile (one 2-D tensor map over the whole lhs) and the B tile (one 3-D tensor map over the whole
 // rhs, whose third coordinate is the group) into a ring of shared-memory stages that complete on
-// mbarriers; two consumer warpgroups issue wgmma on them (each owns 64 rows of the BM=128 tile)
-// and store straight from the accumulators. The producer runs ahead across tiles, so the next
-// tile's loads overlap the current tile's epilogue. setmaxnreg moves registers from the producer
-// to the consumers.
+// mbarriers; two consumer warpgroups issue wgmma on them (each owns 64 rows of the BM=128 tile;
+// with swapped operands, below, 128 of its columns) and store straight from the accumulators.
+// The producer runs ahead across tiles, so the next tile's loads overlap the current tile's
+// epilogue. setmaxnreg moves registers from the producer to the consumers.
 //
 // Mode 1 (forward, data gradient): A = token rows (K-major), B = the group's weights; the
 // epilogue masks rows at group boundaries.
@@ -68,10 +68,20 @@
 // is stored 128B-swizzled as TMA writes it and wgmma reads it; 1024-byte alignment keeps the
 // swizzle pattern anchored.
 //
+// Swapped operands (kSwapAB, mode 1, 16-bit outputs): out^T = W^T x^T. A tile is up to 160 token
+// rows by 256 columns; each consumer warpgroup takes 128 of the columns as two 64-wide slices of
+// wgmma's M (its A: the weight boxes, MN- or K-major as stored), and the tile's rows are wgmma's N
+// (its B: the token rows, K-major, loaded in TMA boxes of 32 rows), rounded up to 16. Each N has a
+// k loop of its own (a choice of instruction inside the loop makes ptxas serialize the pipeline).
+// The epilogue turns each 8 x 8 block of the accumulators back with movmatrix.trans. A group of up
+// to 160 rows reads its weight tile once and multiplies at most 15 rows for nothing.
+//
 // The generated prelude defines `struct V` with kMode, kBN, kStages, kBKMajor, kGatherA, kCluster,
-// kClusterAlongN, kTmaStore, kSwiglu, kScatterOut, kSplitTail, typedef In, typedef Out, and `struct Mma` with
-// `run(float (&d)[kBN / 2], u64 desc_a, u64 desc_b, int accumulate)`: the one wgmma instruction of
-// the variant (m64 x kBN x k16), written out by the generator.
+// kClusterAlongN, kTmaStore, kSwiglu, kScatterOut, kSplitTail, kSwapAB, typedef In, typedef Out,
+// and `struct Mma` with `run(float (&d)[kBN / 2], u64 desc_a, u64 desc_b, int accumulate)`: the one
+// wgmma instruction of the variant (m64 x kBN x k16), written out by the generator; with kSwapAB
+// instead kMaxRows (160), kRowStep (16) and `template <int kN> run(float (&d)[160], u64 desc_a0,
+// u64 desc_a1, u64 desc_b)`: both slices' m64 x kN x k16 instructions.
 #pragma once
 
 #include "ragdot/schedule.cuh"
@@ -215,6 +225,14 @@ __device__ __forceinline__ float ld_global_cg(const float* p) {
   asm volatile("ld.global.cg.f32 %0, [%1];\n" : "=f"(v) : "l"(p) : "memory");
   return v;
 }
+// The transpose of an 8 x 8 matrix of 16-bit values held across a warp, two per lane (lane l:
+// row l / 4, columns 2 (l % 4) and + 1, the lower column in the lower half); the result in the
+// same layout.
+__device__ __forceinline__ u32 movmatrix_trans(u32 x) {
+  u32 y;
+  asm volatile("movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;\n" : "=r"(y) : "r"(x));
+  return y;
+}
 // Barrier 1 over the two consumer warpgroups (barrier 0 is __syncthreads).
 __device__ __forceinline__ void consumers_sync() { asm volatile("bar.sync 1, 256;\n" ::: "memory"); }
 // Barriers 2 and 3: one consumer warpgroup (wg 0 or 1) alone.
@@ -268,11 +286,18 @@ __shared__ int split_arrivals[2];
 
 template <class V, class Mma>
 struct Kernel {
-  static constexpr int kBM = 128, kBN = V::kBN, kBK = 64, kStages = V::kStages;
+  // swapped operands: a tile's token rows are wgmma's N (up to 160), its 256 columns two 64-wide
+  // slices of M per consumer warpgroup
+  static constexpr bool kSwap = V::kSwapAB;
+  static constexpr int kBM = kSwap ? 160 : 128, kBN = V::kBN, kBK = 64, kStages = V::kStages;
   static constexpr int kThreads = 384;  // warpgroup 0: producer; 1 and 2: consumers
   static constexpr int kATileBytes = kBM * kBK * 2, kBTileBytes = kBN * kBK * 2;
   static constexpr int kStageBytes = kATileBytes + kBTileBytes;
-  static constexpr int kAcc = kBN / 2;  // f32 accumulators per consumer thread (64 x kBN / 128)
+  // f32 accumulators per consumer thread: 64 x kBN / 128, or with swapped operands two slices of
+  // 64 columns x up to kBM rows
+  static constexpr int kAcc = kSwap ? kBM : kBN / 2;
+  static constexpr int kSwapBox = 32;   // swapped operands: A's rows come in boxes of 32,
+  static constexpr int kSwapStep = 16;  // and wgmma's N in steps of 16
   static_assert(kBN % 64 == 0 && kBN <= 256, "tile n");
   static_assert(V::kMode == 1 || (V::kMode == 2 && !V::kBKMajor), "mode 2 reads both operands MN-major");
   static constexpr int kCluster = V::kCluster;
@@ -289,6 +314,10 @@ struct Kernel {
   static_assert(!V::kScatterOut || (V::kMode == 1 && !V::kTmaStore && !V::kSwiglu),
                 "rows added into a table: mode 1, an epilogue of its own");
   static_assert(!V::kSplitTail || (V::kMode == 1 && V::kCluster == 1), "split tiles: mode 1, one CTA per tile");
+  static_assert(!kSwap || (V::kMode == 1 && kBN == 256 && V::kCluster == 1 && !V::kGatherA && !V::kSwiglu &&
+                           !V::kScatterOut && !V::kTmaStore && !V::kSplitTail &&
+                           sizeof(typename Storage<typename V::Out>::type) == 2),
+                "swapped operands: plain mode 1, 256 columns, one CTA per tile, 16-bit outputs");
   // TMA-store epilogue: per warpgroup two buffers of one 64 x 64 box (8 KiB) each
   static constexpr int kStagingBytes = V::kTmaStore ? 2 * 2 * 64 * 64 * 2 : 0;
   // A cluster's tiles are 256 x kBN (pairs along m), 128 x 2 kBN (along n) or 256 x 2 kBN (2 x 2):
@@ -493,6 +522,7 @@ struct Kernel {
       if (t < 0) break;
       // 32-bit coordinates only: the producer runs on 56 registers (setmaxnreg)
       int m0, n0, k_begin, group, kt_begin, kt_end;
+      int a_boxes = 0;  // swapped operands: A's boxes of kSwapBox rows the tile needs
       bool a_lower, a_upper, has_cols;
       {
         const Unit w = unit_of(t);
@@ -512,10 +542,12 @@ struct Kernel {
         const bool has_rows = !kPairM || tile.row_end - m0 > 0;  // one CTA: a tile always has rows
         a_lower = has_rows;
         a_upper = V::kMode == 2 ? has_rows : tile.row_end - m0 > 64;
+        if constexpr (kSwap) a_boxes = (int)ceil_div(imin((i64)kBM, tile.row_end - m0), kSwapBox);
       }
       // (an n pair's A boxes land in both CTAs, whichever rank loads them)
       const u32 stage_bytes =
-          (has_cols ? kBTileBytes : 0) + (a_lower ? kATileBytes / 2 : 0) + (a_upper ? kATileBytes / 2 : 0);
+          kSwap ? kBTileBytes + (u32)a_boxes * (kSwapBox * 128)
+                : (has_cols ? kBTileBytes : 0) + (a_lower ? kATileBytes / 2 : 0) + (a_upper ? kATileBytes / 2 : 0);
       for (int kt = kt_begin; kt < kt_end; ++kt, ++it) {
         const u32 s = it % kStages, phase = (it / kStages) & 1;
         const u32 full = full_bar + 8 * s;
@@ -530,6 +562,13 @@ struct Kernel {
           if (a_lower) load_a_half(a_dst, map_a, full, m0, k0, 0, rank);
           if (a_upper) load_a_half(a_dst, map_a, full, m0, k0, 1, rank);
           if (has_cols) load_b(b_dst, map_b, full, n0, k0, 0, rank, 0);
+          continue;
+        }
+        if constexpr (kSwap) {
+#pragma unroll 1
+          for (int box = 0; box < a_boxes; ++box)
+            tma_load_2d(a_dst + box * (kSwapBox * 128), map_a, full, k0, m0 + box * kSwapBox);
+          load_b(b_dst, map_b, full, n0, k0, group, rank, half_n);
           continue;
         }
         if (a_lower) load_a_half(a_dst, map_a, full, m0, k0, 0, rank);
@@ -648,6 +687,37 @@ struct Kernel {
     }
   }
 
+  // Swapped operands: this warpgroup's 128 columns of the tile, for its token rows [0, rows).
+  // Accumulator pair (s kBM / 2 + 4j + 2h, + 1) is column 64 s + 16 warp + lane / 4 + 8h and rows
+  // 8j + 2 (lane % 4) + {0, 1}: each 8 x 8 block of it, rounded to 16 bits, goes through
+  // movmatrix.trans, after which lane holds row 8j + lane / 4 and two adjacent columns, of both
+  // blocks h; then the neighbour swap of store_tile gives each lane four adjacent columns, and a
+  // quad writes 32 contiguous bytes of a row. Columns come in multiples of 8 (the planner's rule):
+  // a lane's four are all inside the output or all past its edge.
+  static __device__ __forceinline__ void store_tile_swapped(O* otile, i64 out_m, int warp, int lane, i64 rows,
+                                                            i64 cols_lim, const float (&acc)[kAcc]) {
+    typedef typename V::Out Out;
+    const bool odd = lane & 1;
+    const int c4 = (lane & 1) * 8 + (lane & 2) * 2;
+#pragma unroll
+    for (int slice = 0; slice < 2; ++slice) {
+      const int c = slice * 64 + warp * 16 + c4;
+#pragma unroll
+      for (int j = 0; j < kBM / 8; ++j) {
+        if (8 * j >= rows) break;  // the same for the whole warp
+        const int a = slice * (kBM / 2) + 4 * j;
+        const u32 t0 = movmatrix_trans(pack2(acc[a], acc[a + 1], Out()));
+        const u32 t1 = movmatrix_trans(pack2(acc[a + 2], acc[a + 3], Out()));
+        const u32 got = __shfl_xor_sync(0xffffffffu, odd ? t0 : t1, 1);
+        const int r = 8 * j + (lane >> 2);
+        if (r < rows && c < cols_lim) {
+          const u32 lo = odd ? got : t0, hi = odd ? t1 : got;
+          asm volatile("st.global.v2.b32 [%0], {%1, %2};\n" ::"l"(otile + r * out_m + c), "r"(lo), "r"(hi) : "memory");
+        }
+      }
+    }
+  }
+
   // kScatterOut: this warpgroup's rows [0, rows_here) of the tile at (m0, n0), each rounded to the
   // output type and times its row's scale, added into table row out_rows[m0 + r]. As in
   // store_tile, neighbouring lanes swap one pair of two 8-column blocks, so that each lane holds
@@ -755,6 +825,57 @@ struct Kernel {
     }
   }
 
+  // Swapped operands: the k loop of a tile of kN rows (wgmma's N, a compile-time constant of the
+  // loop: a choice of instruction inside it makes ptxas serialize the wgmma pipeline, so each N
+  // has a loop of its own). wgmma's A: this warpgroup's two 64-column slices of the weights
+  // (boxes 2 wg and 2 wg + 1 of 64 columns, or 64-row runs of a K-major box); its B: the tile's
+  // rows. Stage protocol as in consume's loop.
+  template <int kN>
+  static __device__ __forceinline__ void multiply_rows(u32 ring, u64* full_bar, u64* empty_bar, int wg, int tid,
+                                                       u32 rank, int kt_begin, int kt_end, u32& it, float (&acc)[kAcc]) {
+    static_assert(Mma::kMaxRows == kBM && Mma::kRowStep == kSwapStep, "the instructions' N are the tile's rows");
+    u32 prev_stage = 0;
+    for (int kt = kt_begin; kt < kt_end; ++kt, ++it) {
+      const u32 s = it % kStages, phase = (it / kStages) & 1;
+      mbar_wait(smem_address(&full_bar[s]), phase);
+      const u32 x_tile = ring + s * kStageBytes, w_tile = x_tile + kATileBytes + wg * 2 * (64 * 128);
+#pragma unroll
+      for (int i = 0; i < kAcc; ++i) fence_operand(acc[i]);
+      wgmma_fence();
+#pragma unroll
+      for (int ks = 0; ks < kBK / 16; ++ks) {
+        const u64 dx = smem_desc(x_tile + ks * 32, 16, 1024);
+        const u64 dw0 = V::kBKMajor ? smem_desc(w_tile + ks * 32, 16, 1024) : smem_desc(w_tile + ks * 2048, kBK * 128, 1024);
+        const u64 dw1 = V::kBKMajor ? smem_desc(w_tile + 64 * 128 + ks * 32, 16, 1024)
+                                    : smem_desc(w_tile + 64 * 128 + ks * 2048, kBK * 128, 1024);
+        Mma::template run<kN>(acc, dw0, dw1, dx);
+      }
+      wgmma_commit();
+#pragma unroll
+      for (int i = 0; i < kAcc; ++i) fence_operand(acc[i]);
+      wgmma_wait<1>();
+      if (kt > kt_begin && tid == 0) release_stage(empty_bar, prev_stage, rank);
+      prev_stage = s;
+    }
+    wgmma_wait<0>();
+#pragma unroll
+    for (int i = 0; i < kAcc; ++i) fence_operand(acc[i]);
+    if (tid == 0) release_stage(empty_bar, prev_stage, rank);
+  }
+  // The loop of the tile's N (n_rows: a multiple of kSwapStep up to kBM).
+  template <int kN = kSwapStep>
+  static __device__ __forceinline__ void multiply_swapped(int n_rows, u32 ring, u64* full_bar, u64* empty_bar, int wg,
+                                                          int tid, u32 rank, int kt_begin, int kt_end, u32& it,
+                                                          float (&acc)[kAcc]) {
+    if constexpr (kN < kBM) {
+      if (n_rows > kN) {
+        multiply_swapped<kN + kSwapStep>(n_rows, ring, full_bar, empty_bar, wg, tid, rank, kt_begin, kt_end, it, acc);
+        return;
+      }
+    }
+    multiply_rows<kN>(ring, full_bar, empty_bar, wg, tid, rank, kt_begin, kt_end, it, acc);
+  }
+
   // kSplitTail: this warpgroup's partial sums of a piece of a split tile go into the piece's slot
   // (thread-major: each of its 128 threads' i-th sums adjacent, so that the warpgroup writes and
   // reads whole lines), then it counts itself in on the tile's counter. The piece that arrives
@@ -800,6 +921,7 @@ struct Kernel {
       // the epilogue looks the tile up again.
       const Unit w = unit_of(t);
       int kt_begin, kt_end, k_len;
+      int n_rows = 0;  // swapped operands: the tile's wgmma N, its rows rounded up to kSwapStep
       bool idle;
       {
         const Tile tile = sched.tile(p, w.tile);
@@ -814,6 +936,12 @@ struct Kernel {
         // Mode 2: both warpgroups take every k tile, since they zero its tail together, unless the
         // CTA has no rows at all (an m pair's rank past m). Pairs: nothing to do without columns.
         idle = (V::kMode == 1 ? rows_here <= 0 : kPairM && cta_rows <= 0) || !cta_cols || kt_begin == kt_end;
+        if constexpr (kSwap) {
+          // every row is both warpgroups' (each has its 128 of the tile's columns), unless its
+          // columns lie past n
+          n_rows = (int)ceil_div(cta_rows, (i64)kSwapStep) * kSwapStep;
+          idle = tile.n0 + wg * (kBN / 2) >= p.n || kt_begin == kt_end;
+        }
       }
       // Zeroed on every path, outside any branch: accumulators defined on a divergent path make
       // ptxas serialize the wgmma pipeline (warning C7520).
@@ -832,6 +960,8 @@ struct Kernel {
           warpgroup_sync(wg);
           if (tid == 0) release_stage(empty_bar, s, rank);
         }
+      } else if constexpr (kSwap) {
+        multiply_swapped(n_rows, ring, full_bar, empty_bar, wg, tid, rank, kt_begin, kt_end, it, acc);
       } else {
         u32 prev_stage = 0;
         for (int kt = kt_begin; kt < kt_end; ++kt, ++it) {
@@ -879,6 +1009,12 @@ struct Kernel {
         // warpgroup without rows here has nothing to add in any piece)
         if (w.slot >= 0 && rows_here > 0 && !join_pieces(p, w, wg, tid, acc)) continue;
       }
+      if constexpr (kSwap) {
+        // (zero tiles too: their accumulators are zeros)
+        store_tile_swapped(out + tile.m0 * p.out_m + tile.n0 + wg * (kBN / 2), p.out_m, warp, lane, rows_here + wg * 64,
+                           cols_lim - wg * (kBN / 2), acc);
+        continue;
+      }
       if constexpr (V::kTmaStore) {
         // (a warpgroup with no rows or columns here has nothing to send: it skips as a whole)
         const u32 area = ring + kStages * kStageBytes + wg * (kStagingBytes / 2);
@@ -906,8 +1042,10 @@ struct Kernel {
         store_tile<kBN / 2>(otile, p.out_m, r0, lane, rows_here, p.n / 2 - tile.n0 / 2, act, Out());
         continue;
       }
-      O* otile = out + tile_out_offset<V::kMode>(p, tile) + wg * 64 * p.out_m;  // the family's out_n is 1
-      store_tile<kBN>(otile, p.out_m, r0, lane, rows_here, cols_lim, acc, typename V::Out());
+      if constexpr (!kSwap) {
+        O* otile = out + tile_out_offset<V::kMode>(p, tile) + wg * 64 * p.out_m;  // the family's out_n is 1
+        store_tile<kBN>(otile, p.out_m, r0, lane, rows_here, cols_lim, acc, typename V::Out());
+      }
     }
     if constexpr (V::kTmaStore) {
       if (tid == 0) bulk_wait<0>();  // the last stores are done before the kernel ends

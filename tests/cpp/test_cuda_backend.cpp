@@ -683,6 +683,71 @@ TEST(CudaBackend, HopperSplitTail) {
   check_split_tail(false);
 }
 
+// Swapped operands (RAGDOT_CUDA_VARIANT=swap=ab): out^T = W^T x^T, 256 weight columns by up to
+// 160 token rows per tile, the rows as wgmma's N in steps of 16 (one k loop per N), the output
+// transposed back through movmatrix. Groups of 1 to 160 rows and more (a group's rows in tiles of
+// 160 and a last one of any size), empty groups, a tail no group covers, n below one tile and
+// past a multiple of it (the second warpgroup without columns), both weight layouts, both 16-bit
+// types; three runs each, bitwise the same, and every case planned swapped. `small`: one shape,
+// two patterns (for compute-sanitizer).
+void check_swapped_operands(bool small) {
+  const std::vector<Shape> shapes = small ? std::vector<Shape>{{500, 128, 264, 4}}
+                                          : std::vector<Shape>{{1000, 192, 320, 4}, {777, 136, 264, 3},
+                                                               {600, 64, 520, 2},   {300, 128, 136, 8},
+                                                               {40, 256, 264, 6},   {2000, 64, 256, 3},
+                                                               {777, 136, 328, 3}};
+  const std::vector<GroupPattern> patterns = epilogue_patterns(small);
+  ScopedVariant swap("swap=ab");
+  workloads::SplitMix64 rng(89);
+  std::uint64_t seed = 19000;
+  int cases = 0, swapped = 0;
+  for (DType dt : {DType::kBF16, DType::kF16}) {
+    for (bool nk : small ? std::vector<bool>{false} : std::vector<bool>{false, true}) {
+      for (const Shape& sh : shapes) {
+        for (GroupPattern pat : patterns) {
+          verify::Case c = mode1_case(sh, verify::make_group_sizes(pat, sh.g, sh.m, rng), dt, dt, nk);
+          c.description += std::string(" swap=ab ") + verify::group_pattern_name(pat);
+          ++cases;
+          swapped += expect_cuda_pass(c, seed++, false, /*repeats=*/3).find("swapAB") != std::string::npos;
+        }
+      }
+    }
+  }
+  if (!small) {
+    // every row count of one tile, in one group each: every instruction's N (16 to 160), each row
+    // count it rounds up, three k steps per loop; 200 columns: the second warpgroup's second
+    // slice partly past n; both weight layouts
+    std::vector<std::int64_t> sizes;
+    for (std::int64_t r = 1; r <= 170; ++r) sizes.push_back(r);
+    std::int64_t m = 0;
+    for (std::int64_t r : sizes) m += r;
+    for (bool nk : {false, true}) {
+      const DType dt = nk ? DType::kF16 : DType::kBF16;
+      verify::Case c = mode1_case({m + 5, 192, 200, std::int64_t(sizes.size())}, sizes, dt, dt, nk);
+      c.description += " swap=ab groups of 1 to 170 rows";
+      ++cases;
+      swapped += expect_cuda_pass(c, seed++, false, /*repeats=*/3).find("swapAB") != std::string::npos;
+    }
+    // f32 outputs: not swapped (the key is ignored), still right
+    verify::Case f32 = mode1_case(shapes[0], verify::make_group_sizes(GroupPattern::kRandom, 4, 1000, rng), DType::kBF16,
+                                  DType::kF32, false);
+    EXPECT_EQ(expect_cuda_pass(f32, seed++).find("swapAB"), std::string::npos);
+  }
+  EXPECT_EQ(swapped, cases) << "a case was not planned with swapped operands";
+}
+
+TEST(CudaBackend, HopperSwappedOperandsSmall) {
+  REQUIRE_GPU();
+  if (!device_is_hopper()) GTEST_SKIP() << "swapped operands are the Hopper family's";
+  check_swapped_operands(true);
+}
+
+TEST(CudaBackend, HopperSwappedOperands) {
+  REQUIRE_GPU();
+  if (!device_is_hopper()) GTEST_SKIP() << "swapped operands are the Hopper family's";
+  check_swapped_operands(false);
+}
+
 // The weight-gradient form of the Hopper family (mode 2: lhs [k, m], rhs [k, n], out [g, m, n]),
 // where group boundaries fall inside k tiles: odd sizes, empty groups (zero blocks), one group
 // holding every row, a tail no group covers, every output dtype, a group offset. On Hopper every

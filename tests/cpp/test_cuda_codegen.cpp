@@ -419,6 +419,35 @@ TEST(CudaCodegen, VariantOverrideChangesTheTileOrSaysWhatIsWrong) {
   EXPECT_TRUE(override_variant(*gathered, "split=tail", hopper)->split_tail);
   EXPECT_FALSE(override_variant(*mode2, "split=tail", hopper)->split_tail);  // mode 2: ignored
   EXPECT_EQ(*override_variant(*simt, "split=tail", hopper), *simt);
+  // swap=ab: the wgmma family's plain mode 1 with 16-bit outputs: 160 token rows by 256 columns,
+  // an instruction pair per N; elsewhere ignored, and no combination with clusters or split tiles
+  const auto plain16 = std::find_if(variants.begin(), variants.end(), [](const KernelVariant& k) {
+    return k.family == KernelFamily::kWgmma && k.mode == 1 && k.out == DType::kBF16 && k.bn == 256 && !k.gather_a &&
+           !k.swiglu && !k.scatter_out && !k.split_tail && !k.swap_ab && k.cluster == 1;
+  });
+  ASSERT_NE(plain16, variants.end());
+  v = override_variant(*plain16, "swap=ab", hopper);
+  ASSERT_TRUE(v.ok()) << v.status().to_string();
+  EXPECT_TRUE(v->swap_ab);
+  EXPECT_EQ(v->bm, 160);
+  EXPECT_EQ(v->bn, 256);
+  EXPECT_GE(v->stages, 3);
+  EXPECT_NE(v->name().find("swapAB"), std::string::npos) << v->name();
+  EXPECT_NE(generate_source(*v).find("wgmma.mma_async.sync.aligned.m64n16k16"), std::string::npos);
+  EXPECT_NE(generate_source(*v).find("wgmma.mma_async.sync.aligned.m64n160k16"), std::string::npos);
+  EXPECT_EQ(*override_variant(*v, "swap=off", hopper), *plain16);
+  EXPECT_EQ(override_variant(*plain16, "bn=128,swap=ab", hopper).ok(), false);
+  EXPECT_TRUE(override_variant(*plain16, "swap=ab,stages=2", hopper)->stages == 2);
+  EXPECT_FALSE(override_variant(*gathered, "swap=ab", hopper)->swap_ab);  // gathered rows: ignored
+  EXPECT_FALSE(override_variant(*mode2, "swap=ab", hopper)->swap_ab);     // mode 2: ignored
+  KernelVariant f32_mode1 = *plain16;
+  f32_mode1.out = DType::kF32;
+  EXPECT_FALSE(override_variant(f32_mode1, "swap=ab", hopper)->swap_ab);  // f32 outputs: ignored
+  for (const char* bad : {"swap=ba", "swap=", "swap=ab,cluster=2", "swap=ab,split=tail"}) {
+    auto r = override_variant(*plain16, bad, hopper);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.status().message().find("swap"), std::string::npos) << r.status().to_string();
+  }
   // ctas: accepted here (the plan caps its grid with it)
   EXPECT_EQ(*override_variant(*wgmma, "ctas=8", hopper), *wgmma);
   for (const char* bad : {"ctas=0", "ctas=-3", "ctas=", "ctas=many"}) {

@@ -53,18 +53,30 @@ KernelVariant mma_variant(int mode, DType in, DType out, bool a_k, bool b_k, boo
   return v;
 }
 
-// Hopper: BM = 128 (two consumer warpgroups of 64 rows), BK = 64 (one 128-byte swizzle row).
-// Stage count: the deepest ring that fits beside the largest scheduler table and the 1 KiB
-// alignment pad.
-std::int64_t wgmma_stage_bytes(int bn) { return std::int64_t(128 + bn) * 64 * 2; }
+// Hopper: BM = 128 (two consumer warpgroups of 64 rows; 160 token rows with swapped operands),
+// BK = 64 (one 128-byte swizzle row). Stage count: the deepest ring that fits beside the largest
+// scheduler table and the 1 KiB alignment pad.
+std::int64_t wgmma_stage_bytes(int bn, int bm = 128) { return std::int64_t(bm + bn) * 64 * 2; }
 // The TMA-store epilogue's staging area (kernels/ragdot/wgmma.cuh: kStagingBytes): two
 // warpgroups x two buffers x a 64 x 64 box of 16-bit outputs.
 constexpr std::int64_t kTmaStoreStagingBytes = 2 * 2 * 64 * 64 * 2;
-int wgmma_stages(int bn, const DeviceTraits& d, bool tma_store = false) {
+int wgmma_stages(int bn, const DeviceTraits& d, bool tma_store = false, int bm = 128) {
   const std::int64_t staging = tma_store ? kTmaStoreStagingBytes : 0;
   for (int s = 6; s >= 2; --s)
-    if (s * wgmma_stage_bytes(bn) + staging + scheduler_bytes_max() + 1024 <= d.max_dynamic_smem) return s;
+    if (s * wgmma_stage_bytes(bn, bm) + staging + scheduler_bytes_max() + 1024 <= d.max_dynamic_smem) return s;
   return 0;
+}
+
+// Token rows of a swapped-operand tile (its largest wgmma N), and the step of its N.
+constexpr int kSwapRows = 160, kSwapStep = 16;
+
+// The swapped-operand variant of a mode 1 wgmma variant: 256 weight columns by up to 160 token rows.
+KernelVariant swapped(KernelVariant v, const DeviceTraits& d) {
+  v.swap_ab = true;
+  v.bn = 256;
+  v.bm = kSwapRows;
+  v.stages = wgmma_stages(v.bn, d, false, v.bm);
+  return v;
 }
 
 // Mode 1: A K-major (token rows), B either layout. Mode 2: both MN-major (token rows are k).
@@ -109,6 +121,45 @@ std::string wgmma_instruction(const KernelVariant& v) {
   return s.str();
 }
 
+// The swapped-operand variant's instructions: out^T = W^T x^T, wgmma's A a 64-column slice of the
+// weights (K-major for [E, N, K] weights, else MN-major), its B the tile's token rows (K-major),
+// its N the tile's rows rounded up to a step of 16: one instruction pair per N, a compile-time
+// choice (the kernel picks a whole k loop per tile: a choice of instruction inside the loop makes
+// ptxas serialize the wgmma pipeline). One accumulator array holds both of a warpgroup's slices,
+// each N / 2 registers of its half.
+std::string swapped_instructions(const KernelVariant& v) {
+  const char* in = v.lhs == DType::kF16 ? "f16" : "bf16";
+  const int half = kSwapRows / 2;
+  std::ostringstream s;
+  // one wgmma of slice `slice` with n rows (its accumulators from slice * half), as inline PTX
+  auto instruction = [&](int n, int slice) {
+    const int regs = n / 2;
+    s << "        asm volatile(\n"
+      << "            \"{\\n.reg .pred p;\\nsetp.ne.b32 p, %" << regs + 2 << ", 0;\\n\"\n"
+      << "            \"wgmma.mma_async.sync.aligned.m64n" << n << "k16.f32." << in << '.' << in << " {";
+    for (int i = 0; i < regs; ++i) s << (i ? ", " : "") << '%' << i;
+    s << "}, %" << regs << ", %" << regs + 1 << ", p, 1, 1, " << (v.b_k_major ? 0 : 1) << ", 0;\\n}\\n\"\n"
+      << "            : ";
+    for (int i = 0; i < regs; ++i) s << (i ? ", " : "") << "\"+f\"(d[" << slice * half + i << "])";
+    s << "\n            : \"l\"(desc_a" << slice << "), \"l\"(desc_b), \"r\"(1));\n";
+  };
+  s << "struct Mma {\n"
+    << "  static constexpr int kMaxRows = " << kSwapRows << ", kRowStep = " << kSwapStep << ";\n"
+    << "  // both slices' k16 step: slice s's 64 columns (desc_a<s>) by the tile's kN rows (desc_b)\n"
+    << "  template <int kN>\n"
+    << "  static __device__ __forceinline__ void run(float (&d)[" << 2 * half
+    << "], unsigned long long desc_a0, unsigned long long desc_a1, unsigned long long desc_b) {\n";
+  for (int n = kSwapStep; n <= kSwapRows; n += kSwapStep) {
+    s << "    " << (n == kSwapStep ? "" : "else ") << "if constexpr (kN == " << n << ") {\n";
+    instruction(n, 0);
+    instruction(n, 1);
+    s << "    }\n";
+  }
+  s << "  }\n"
+    << "};\n";
+  return s.str();
+}
+
 KernelVariant simt_variant(int mode, DType lhs, DType rhs, DType out) {
   KernelVariant v;
   v.family = KernelFamily::kSimt;
@@ -136,7 +187,7 @@ std::int64_t KernelVariant::dynamic_smem_bytes(std::int64_t groups, std::int64_t
   const std::int64_t sched_aligned = (sched + 127) / 128 * 128;
   if (family == KernelFamily::kMmaSync) return sched_aligned + stages * mma_stage_bytes(bm, bn, bk);
   if (family == KernelFamily::kWgmma)
-    return sched + 1024 + stages * wgmma_stage_bytes(bn) + (tma_store ? kTmaStoreStagingBytes : 0);
+    return sched + 1024 + stages * wgmma_stage_bytes(bn, bm) + (tma_store ? kTmaStoreStagingBytes : 0);
   return sched_aligned;
 }
 
@@ -151,7 +202,7 @@ std::string KernelVariant::name() const {
     s << " tma s" << stages << (gather_a ? " gatherA" : "")
       << (cluster > 1 ? " cluster" + std::to_string(cluster) + (cluster == 2 && cluster_along_n ? "n" : "") : "")
       << (tma_store ? " tmastore" : "") << (swiglu ? " swiglu" : "") << (scatter_out ? " scatter" : "")
-      << (split_tail ? " splittail" : "");
+      << (split_tail ? " splittail" : "") << (swap_ab ? " swapAB" : "");
   else s << " t" << tm << 'x' << tn;
   return s.str();
 }
@@ -171,10 +222,11 @@ std::string generate_source(const KernelVariant& v) {
       << "  static constexpr bool kSwiglu = " << (v.swiglu ? "true" : "false") << ";\n"
       << "  static constexpr bool kScatterOut = " << (v.scatter_out ? "true" : "false") << ";\n"
       << "  static constexpr bool kSplitTail = " << (v.split_tail ? "true" : "false") << ";\n"
+      << "  static constexpr bool kSwapAB = " << (v.swap_ab ? "true" : "false") << ";\n"
       << "  typedef ragdot::" << type_tag(v.lhs) << " In;\n"
       << "  typedef ragdot::" << type_tag(v.out) << " Out;\n"
       << "};\n\n"
-      << wgmma_instruction(v) << "\n"
+      << (v.swap_ab ? swapped_instructions(v) : wgmma_instruction(v)) << "\n"
       << "extern \"C\" __global__ void "
       << (v.cluster > 1 ? "__cluster_dims__(" + std::to_string(v.cluster) + ", 1, 1) " : std::string())
       << "__launch_bounds__(384, 1) " << kKernelEntry
@@ -333,6 +385,12 @@ Result<VariantSpec> parse_variant_spec(const std::string& spec) {
       out.tma_store = text == "tma";
       continue;
     }
+    if (key == "swap") {
+      if (text != "ab" && text != "off")
+        return invalid_argument("RAGDOT_CUDA_VARIANT: swap must be ab or off, got '" + text + "'");
+      out.swap_ab = text == "ab";
+      continue;
+    }
     if (key == "split") {
       if (text != "tail" && text != "off")
         return invalid_argument("RAGDOT_CUDA_VARIANT: split must be tail or off, got '" + text + "'");
@@ -367,7 +425,7 @@ Result<VariantSpec> parse_variant_spec(const std::string& spec) {
       out.raster_bytes = std::int64_t(value) << 10;
     } else {
       return invalid_argument("RAGDOT_CUDA_VARIANT: unknown key '" + key +
-                              "' (known: bn, stages, cluster, epilogue, split, ctas, small_groups, raster)");
+                              "' (known: bn, stages, cluster, epilogue, split, swap, ctas, small_groups, raster)");
     }
   }
   return out;
@@ -406,6 +464,29 @@ Result<KernelVariant> override_variant(const KernelVariant& v, const VariantSpec
   if (out.split_tail && out.cluster > 1)
     return invalid_argument("RAGDOT_CUDA_VARIANT: split=tail runs each tile on one CTA; not with cluster=" +
                             std::to_string(out.cluster) + (out.cluster_along_n ? "n" : ""));
+  // swapped operands: the Hopper family's plain mode 1 with 16-bit outputs (not gathered rows nor
+  // the SwiGLU or table-row epilogues, whose tiles are row-major); elsewhere the key is ignored
+  if (spec.swap_ab && out.family == KernelFamily::kWgmma && out.mode == 1) {
+    const bool plain = !out.gather_a && !out.swiglu && !out.scatter_out && out.out != DType::kF32;
+    if (*spec.swap_ab && plain && !out.swap_ab) {
+      if (out.cluster > 1 || out.split_tail)
+        return invalid_argument("RAGDOT_CUDA_VARIANT: swap=ab runs each tile on one CTA, whole; not with cluster or split");
+      if (spec.bn && *spec.bn != 256)
+        return invalid_argument("RAGDOT_CUDA_VARIANT: swap=ab tiles are 256 weight columns wide, not bn " +
+                                std::to_string(*spec.bn));
+      out = swapped(out, d);
+      if (spec.stages) out.stages = *spec.stages;
+    } else if (!*spec.swap_ab && out.swap_ab) {
+      out.swap_ab = false;
+      out.bm = 128;
+      out.stages = spec.stages ? *spec.stages : wgmma_stages(out.bn, d, out.tma_store);
+    }
+  }
+  // (a swapped variant given other keys: they must leave it a kernel that exists)
+  if (out.swap_ab && (out.cluster > 1 || out.split_tail || out.bn != 256 || out.gather_a || out.swiglu ||
+                      out.scatter_out || out.tma_store))
+    return invalid_argument("RAGDOT_CUDA_VARIANT: " + out.name() +
+                            ": swapped operands take 256-column tiles on one CTA, whole, with the plain epilogue");
   if (out.dynamic_smem_bytes(kMaxGroupsPlusLocal / 2, kMaxGroupsPlusLocal / 2) > d.max_dynamic_smem)
     return invalid_argument("RAGDOT_CUDA_VARIANT: " + out.name() + " needs more shared memory than the device has");
   return out;
@@ -528,6 +609,9 @@ std::vector<KernelVariant> all_variants(const DeviceTraits& d) {
       KernelVariant narrow = wgmma_variant(1, DType::kBF16, DType::kBF16, false, 128, d);
       narrow.split_tail = true;
       out.push_back(narrow);
+      // swapped operands (RAGDOT_CUDA_VARIANT=swap=ab): both 16-bit types, both weight layouts
+      for (DType t : {DType::kBF16, DType::kF16})
+        for (bool b_k : {false, true}) out.push_back(swapped(wgmma_variant(1, t, t, b_k, 256, d), d));
     }
     out.erase(std::remove_if(out.begin(), out.end(), [](const KernelVariant& v) { return v.stages < 2; }), out.end());
   }

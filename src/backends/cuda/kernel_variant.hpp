@@ -35,6 +35,7 @@ struct KernelVariant {
   bool swiglu = false;           // wgmma mode 1: out = silu(gate) * up of the product's halves
   bool scatter_out = false;      // wgmma mode 1: rows added (scaled) into an f32 table through an index
   bool split_tail = false;       // wgmma mode 1, one CTA per tile: the last wave's tiles split along k (split.h)
+  bool swap_ab = false;          // wgmma mode 1: out^T = W^T x^T, a tile's token rows as wgmma's N (bm 160)
 
   int threads() const;
   bool pairs_along_m() const { return cluster == 4 || (cluster == 2 && !cluster_along_n); }  // B shared
@@ -71,7 +72,10 @@ Result<KernelVariant> choose_variant(const core::GroupGemmProblem& p, const Devi
 // a block of a group's rows, kernels/ragdot/raster.h; 0, the default, is the plain order; for the
 // plan's launch arguments), `split` (tail: the wgmma family's mode 1 splits the last wave's tiles
 // along k, kernels/ragdot/split.h, with a workspace of f32 partial sums; off, the default: whole
-// tiles; not with clusters), `ctas` (the persistent families' grid at most that many CTAs, a
+// tiles; not with clusters), `swap` (ab: the wgmma family's mode 1 computes out^T = W^T x^T, 256
+// weight columns by up to 160 token rows per tile, the rows as wgmma's N in steps of 16, so that
+// a group of up to 160 rows reads its weights once and multiplies few rows for nothing; plain
+// mode 1 with 16-bit outputs only; off, the default), `ctas` (the persistent families' grid at most that many CTAs, a
 // multiple of the cluster size: for a GPU shared with other work, and for tests of how tiles
 // spread over few CTAs; for the plan's launch). An unknown key or a value out of range is an error that names it, so
 // a typo never silently measures the default.
@@ -80,6 +84,7 @@ struct VariantSpec {
   bool cluster_along_n = false;  // with cluster 2
   std::optional<bool> tma_store;
   std::optional<bool> split_tail;
+  std::optional<bool> swap_ab;
   std::optional<int> ctas;  // the persistent grid's CTAs at most (for the plan's launch)
   bool small_groups_on_wgmma = true;
   std::int64_t raster_bytes = 0;

@@ -54,12 +54,13 @@ Status encode_operand_maps(const KernelVariant& v, const core::GroupGemmProblem&
     return encode(maps.b, type, 3, rhs, dims, strides, box, "cuTensorMapEncodeTiled(rhs)");
   }
   // A: dims (k, m); rows lhs_m elements apart; boxes of 64 k x 64 rows (the kernel loads the
-  // second 64 rows of a tile only when the tile has rows there). Gathered rows are not TMA loads:
-  // that map stays zero and the kernel never reads it.
+  // second 64 rows of a tile only when the tile has rows there), or of 32 rows with swapped
+  // operands (a tile's token rows in as many boxes as they need). Gathered rows are not TMA
+  // loads: that map stays zero and the kernel never reads it.
   if (!v.gather_a) {
     const cuuint64_t a_dims[2] = {cuuint64_t(p.k), cuuint64_t(p.m)};
     const cuuint64_t a_strides[1] = {cuuint64_t(p.lhs_m) * kElem};
-    const cuuint32_t a_box[2] = {64, 64};
+    const cuuint32_t a_box[2] = {64, v.swap_ab ? 32u : 64u};
     RAGDOT_RETURN_IF_ERROR(encode(maps.a, type, 2, lhs, a_dims, a_strides, a_box, "cuTensorMapEncodeTiled(lhs)"));
   }
 
