@@ -12,18 +12,19 @@
 # short call, e.g. --only 'ClusterPairs|TmaStore|TileBlocks|Swiglu|ScatterAdd|EmptyDimensions' --no-sanitizer
 # --no-peers.
 # --sweep times the cuda backend again under each RAGDOT_CUDA_VARIANT override in SPECS
-# (';'-separated) beside the planner's choice, on every benchmark case (default
-# "cluster=2;cluster=2n;cluster=4;raster=25600;epilogue=tma;epilogue=tma,bn=192;bn=128;split=tail;swap=ab":
-# the Hopper family's CTA pairs along m and along n and 2 x 2 clusters, a large group's tiles in
-# blocks whose rows fit in 25 MiB of L2, the weight gradient's TMA-store epilogue at bn 256 (3
-# stages: the staging area takes one) and at bn 192 (4 stages), 128-wide tiles (6 stages), the
-# last wave's tiles split along k, and swapped operands (token rows as wgmma's N); "" for none).
+# (';'-separated) beside the planner's choice, on every benchmark case (default "split=tail;swap=ab":
+# the Hopper family's last wave split along k, and swapped operands, token rows as wgmma's N; ""
+# for none). The variants timed on 2026-12-05 (bench/RESULTS.md), all slower than the planner's
+# choice, stay out of the default to save device time: "cluster=2;cluster=2n;cluster=4;
+# raster=25600;epilogue=tma;epilogue=tma,bn=192;bn=128" (CTA pairs along m and along n, 2 x 2
+# clusters, a large group's tiles in blocks whose rows fit in 25 MiB of L2, the weight
+# gradient's TMA-store epilogue at bn 256 and 192, 128-wide tiles).
 # --python adds, after everything else, the Python bindings' GPU tests and MoE step benchmark
 # (scripts/gpu_python.sh; needs nanobind, jax with CUDA, and PyTorch or CuPy installed there).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . scripts/gpu_log.sh log.txt
-run_tests=1 run_bench=1 run_sanitizer=1 run_python=0 quick="" skip='^$' only='.*' peers=1 sweep='cluster=2;cluster=2n;cluster=4;raster=25600;epilogue=tma;epilogue=tma,bn=192;bn=128;split=tail;swap=ab'
+run_tests=1 run_bench=1 run_sanitizer=1 run_python=0 quick="" skip='^$' only='.*' peers=1 sweep='split=tail;swap=ab'
 while [ $# -gt 0 ]; do
   a=$1
   shift

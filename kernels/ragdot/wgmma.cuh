@@ -825,31 +825,21 @@ struct Kernel {
     }
   }
 
-  // Swapped operands: the k loop of a tile of kN rows (wgmma's N, a compile-time constant of the
-  // loop: a choice of instruction inside it makes ptxas serialize the wgmma pipeline, so each N
-  // has a loop of its own). wgmma's A: this warpgroup's two 64-column slices of the weights
-  // (boxes 2 wg and 2 wg + 1 of 64 columns, or 64-row runs of a K-major box); its B: the tile's
-  // rows. Stage protocol as in consume's loop.
-  template <int kN>
-  static __device__ __forceinline__ void multiply_rows(u32 ring, u64* full_bar, u64* empty_bar, int wg, int tid,
-                                                       u32 rank, int kt_begin, int kt_end, u32& it, float (&acc)[kAcc]) {
-    static_assert(Mma::kMaxRows == kBM && Mma::kRowStep == kSwapStep, "the instructions' N are the tile's rows");
+  // A tile's k steps [kt_begin, kt_end): for each, wait for its stage, let `prepare(s, kt)` ready
+  // the stage, `issue(s)` issue its wgmma instructions, and keep one k step in flight: the one
+  // before is done, so its stage can be refilled.
+  template <class Prepare, class Issue>
+  static __device__ __forceinline__ void k_loop(u64* full_bar, u64* empty_bar, int tid, u32 rank, int kt_begin,
+                                                int kt_end, u32& it, float (&acc)[kAcc], Prepare prepare, Issue issue) {
     u32 prev_stage = 0;
     for (int kt = kt_begin; kt < kt_end; ++kt, ++it) {
       const u32 s = it % kStages, phase = (it / kStages) & 1;
       mbar_wait(smem_address(&full_bar[s]), phase);
-      const u32 x_tile = ring + s * kStageBytes, w_tile = x_tile + kATileBytes + wg * 2 * (64 * 128);
+      prepare(s, kt);
 #pragma unroll
       for (int i = 0; i < kAcc; ++i) fence_operand(acc[i]);
       wgmma_fence();
-#pragma unroll
-      for (int ks = 0; ks < kBK / 16; ++ks) {
-        const u64 dx = smem_desc(x_tile + ks * 32, 16, 1024);
-        const u64 dw0 = V::kBKMajor ? smem_desc(w_tile + ks * 32, 16, 1024) : smem_desc(w_tile + ks * 2048, kBK * 128, 1024);
-        const u64 dw1 = V::kBKMajor ? smem_desc(w_tile + 64 * 128 + ks * 32, 16, 1024)
-                                    : smem_desc(w_tile + 64 * 128 + ks * 2048, kBK * 128, 1024);
-        Mma::template run<kN>(acc, dw0, dw1, dx);
-      }
+      issue(s);
       wgmma_commit();
 #pragma unroll
       for (int i = 0; i < kAcc; ++i) fence_operand(acc[i]);
@@ -861,6 +851,28 @@ struct Kernel {
 #pragma unroll
     for (int i = 0; i < kAcc; ++i) fence_operand(acc[i]);
     if (tid == 0) release_stage(empty_bar, prev_stage, rank);
+  }
+
+  // Swapped operands: the k loop of a tile of kN rows (wgmma's N, a compile-time constant of the
+  // loop: a choice of instruction inside it makes ptxas serialize the wgmma pipeline, so each N
+  // has a loop of its own). wgmma's A: this warpgroup's two 64-column slices of the weights
+  // (boxes 2 wg and 2 wg + 1 of 64 columns, or 64-row runs of a K-major box); its B: the tile's
+  // rows.
+  template <int kN>
+  static __device__ __forceinline__ void multiply_rows(u32 ring, u64* full_bar, u64* empty_bar, int wg, int tid,
+                                                       u32 rank, int kt_begin, int kt_end, u32& it, float (&acc)[kAcc]) {
+    static_assert(Mma::kMaxRows == kBM && Mma::kRowStep == kSwapStep, "the instructions' N are the tile's rows");
+    k_loop(full_bar, empty_bar, tid, rank, kt_begin, kt_end, it, acc, [](u32, int) {}, [&](u32 s) {
+      const u32 x_tile = ring + s * kStageBytes, w_tile = x_tile + kATileBytes + wg * 2 * (64 * 128);
+#pragma unroll
+      for (int ks = 0; ks < kBK / 16; ++ks) {
+        const u64 dx = smem_desc(x_tile + ks * 32, 16, 1024);
+        const u64 dw0 = V::kBKMajor ? smem_desc(w_tile + ks * 32, 16, 1024) : smem_desc(w_tile + ks * 2048, kBK * 128, 1024);
+        const u64 dw1 = V::kBKMajor ? smem_desc(w_tile + 64 * 128 + ks * 32, 16, 1024)
+                                    : smem_desc(w_tile + 64 * 128 + ks * 2048, kBK * 128, 1024);
+        Mma::template run<kN>(acc, dw0, dw1, dx);
+      }
+    });
   }
   // The loop of the tile's N (n_rows: a multiple of kSwapStep up to kBM).
   template <int kN = kSwapStep>
@@ -963,39 +975,27 @@ struct Kernel {
       } else if constexpr (kSwap) {
         multiply_swapped(n_rows, ring, full_bar, empty_bar, wg, tid, rank, kt_begin, kt_end, it, acc);
       } else {
-        u32 prev_stage = 0;
-        for (int kt = kt_begin; kt < kt_end; ++kt, ++it) {
-          const u32 s = it % kStages, phase = (it / kStages) & 1;
-          mbar_wait(smem_address(&full_bar[s]), phase);
-          // cp.async writes A through the generic proxy; wgmma reads shared memory through the async one
-          if (V::kGatherA) fence_async_shared();
-          const u32 a_tile = ring + s * kStageBytes + wg * (64 * 128), b_tile = ring + s * kStageBytes + kATileBytes;
-          if (V::kMode == 2) {
-            const int valid = imin(k_len - kt * kBK, kBK);
-            if (valid < kBK) zero_k_tail(ring + s * kStageBytes, valid);
-          }
+        k_loop(
+            full_bar, empty_bar, tid, rank, kt_begin, kt_end, it, acc,
+            [&](u32 s, int kt) {
+              // cp.async writes A through the generic proxy; wgmma reads shared memory through the async one
+              if (V::kGatherA) fence_async_shared();
+              if (V::kMode == 2) {
+                const int valid = imin(k_len - kt * kBK, kBK);
+                if (valid < kBK) zero_k_tail(ring + s * kStageBytes, valid);
+              }
+            },
+            [&](u32 s) {
+              const u32 a_tile = ring + s * kStageBytes + wg * (64 * 128), b_tile = ring + s * kStageBytes + kATileBytes;
 #pragma unroll
-          for (int i = 0; i < kAcc; ++i) fence_operand(acc[i]);
-          wgmma_fence();
-#pragma unroll
-          for (int ks = 0; ks < kBK / 16; ++ks) {
-            const u64 da = V::kMode == 1 ? smem_desc(a_tile + ks * 32, 16, 1024) : smem_desc(a_tile + ks * 2048, kBK * 128, 1024);
-            const u64 db = V::kBKMajor ? smem_desc(b_tile + ks * 32, 16, 1024)
-                                       : smem_desc(b_tile + ks * 2048, kBK * 128, 1024);
-            Mma::run(acc, da, db, 1);
-          }
-          wgmma_commit();
-#pragma unroll
-          for (int i = 0; i < kAcc; ++i) fence_operand(acc[i]);
-          // keep one k-step in flight: the previous one is done, so its stage can be refilled
-          wgmma_wait<1>();
-          if (kt > kt_begin && tid == 0) release_stage(empty_bar, prev_stage, rank);
-          prev_stage = s;
-        }
-        wgmma_wait<0>();
-#pragma unroll
-        for (int i = 0; i < kAcc; ++i) fence_operand(acc[i]);
-        if (tid == 0) release_stage(empty_bar, prev_stage, rank);
+              for (int ks = 0; ks < kBK / 16; ++ks) {
+                const u64 da = V::kMode == 1 ? smem_desc(a_tile + ks * 32, 16, 1024)
+                                             : smem_desc(a_tile + ks * 2048, kBK * 128, 1024);
+                const u64 db = V::kBKMajor ? smem_desc(b_tile + ks * 32, 16, 1024)
+                                           : smem_desc(b_tile + ks * 2048, kBK * 128, 1024);
+                Mma::run(acc, da, db, 1);
+              }
+            });
       }
       // epilogue: accumulator pair (4j + 2h, 4j + 2h + 1) is row 16*warp + lane/4 + 8h,
       // columns 8j + 2*(lane%4) + {0, 1}
