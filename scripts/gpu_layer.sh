@@ -91,6 +91,15 @@ if [ $tests = 1 ]; then
     --gtest_filter='Presets/DeviceMoeLayerTest.*:DeviceMoeLayer.GraphCapture*' >> "$OUT/layer_tests.txt" 2>&1
   echo "layer tests under RAGDOT_MOE_SORT=one_block RAGDOT_MOE_ROWS=warps exit $? ($(( $(date +%s) - t0 ))s)" |
     tee -a "$LOG" >> "$OUT/layer_tests.txt"
+  # and with the Hopper family's opt-in tiles: swapped operands (the layer's plain expert GEMMs,
+  # forward and data gradients, both weight layouts) and the last wave split along k
+  for spec in swap=ab split=tail; do
+    t0=$(date +%s)
+    RAGDOT_CUDA_VARIANT=$spec timeout 300 "$BIN/test_moe_layer_device" \
+      --gtest_filter='Presets/DeviceMoeLayerTest.*:DeviceMoeLayer.GraphCapture*' >> "$OUT/layer_tests.txt" 2>&1
+    echo "layer tests under RAGDOT_CUDA_VARIANT=$spec exit $? ($(( $(date +%s) - t0 ))s)" |
+      tee -a "$LOG" >> "$OUT/layer_tests.txt"
+  done
   say "GPU tests done ($(elapsed)): $(grep -c ' exit 0 ' "$OUT/layer_tests.txt") passed, $(grep -cE ' exit [1-9]' "$OUT/layer_tests.txt") failed"
   if [ $sanitizer = 1 ]; then
     timeout 300 compute-sanitizer --tool memcheck --error-exitcode 3 "$BIN/test_moe_layer_device" \

@@ -685,7 +685,8 @@ TEST(CudaBackend, HopperSplitTail) {
 
 // Swapped operands (RAGDOT_CUDA_VARIANT=swap=ab): out^T = W^T x^T, 256 weight columns by up to
 // 160 token rows per tile, the rows as wgmma's N in steps of 16 (one k loop per N), the output
-// transposed back through movmatrix. Groups of 1 to 160 rows and more (a group's rows in tiles of
+// transposed back through movmatrix, in four pipeline stages (three with 3000 groups, whose
+// scheduler table takes the room of one). Groups of 1 to 160 rows and more (a group's rows in tiles of
 // 160 and a last one of any size), empty groups, a tail no group covers, n below one tile and
 // past a multiple of it (the second warpgroup without columns), both weight layouts, both 16-bit
 // types; three runs each, bitwise the same, and every case planned swapped. `small`: one shape,
@@ -728,6 +729,15 @@ void check_swapped_operands(bool small) {
       ++cases;
       swapped += expect_cuda_pass(c, seed++, false, /*repeats=*/3).find("swapAB") != std::string::npos;
     }
+    // 3000 groups: a scheduler table that leaves room for three stages, not four (the cases above
+    // have four)
+    verify::Case many = mode1_case({1000, 64, 8, 3000}, verify::make_group_sizes(GroupPattern::kRandom, 3000, 1000, rng),
+                                   DType::kBF16, DType::kBF16, false);
+    many.description += " swap=ab 3000 groups";
+    ++cases;
+    const std::string many_plan = expect_cuda_pass(many, seed++, false, /*repeats=*/3);
+    swapped += many_plan.find("swapAB") != std::string::npos;
+    EXPECT_NE(many_plan.find("s3 swapAB"), std::string::npos) << many_plan;
     // f32 outputs: not swapped (the key is ignored), still right
     verify::Case f32 = mode1_case(shapes[0], verify::make_group_sizes(GroupPattern::kRandom, 4, 1000, rng), DType::kBF16,
                                   DType::kF32, false);

@@ -438,6 +438,15 @@ TEST(CudaCodegen, VariantOverrideChangesTheTileOrSaysWhatIsWrong) {
   EXPECT_EQ(*override_variant(*v, "swap=off", hopper), *plain16);
   EXPECT_EQ(override_variant(*plain16, "bn=128,swap=ab", hopper).ok(), false);
   EXPECT_TRUE(override_variant(*plain16, "swap=ab,stages=2", hopper)->stages == 2);
+  // a fourth stage where the op's scheduler table is small (an MoE layer's experts), not for the largest
+  EXPECT_EQ(v->stages, 3);
+  auto four = override_variant(*plain16, "swap=ab", hopper, /*groups=*/2 * 256);
+  ASSERT_TRUE(four.ok()) << four.status().to_string();
+  EXPECT_EQ(four->stages, 4);
+  EXPECT_TRUE(std::find(variants.begin(), variants.end(), *four) != variants.end()) << "CI does not compile " << four->name();
+  EXPECT_TRUE(std::find(variants.begin(), variants.end(), *v) != variants.end()) << "CI does not compile " << v->name();
+  EXPECT_FALSE(override_variant(*plain16, "swap=ab,stages=4", hopper).ok());  // the largest table: no room
+  EXPECT_TRUE(override_variant(*plain16, "swap=ab,stages=4", hopper, 2 * 256).ok());
   EXPECT_FALSE(override_variant(*gathered, "swap=ab", hopper)->swap_ab);  // gathered rows: ignored
   EXPECT_FALSE(override_variant(*mode2, "swap=ab", hopper)->swap_ab);     // mode 2: ignored
   KernelVariant f32_mode1 = *plain16;

@@ -316,7 +316,7 @@ class CudaBackend final : public Backend {
     RAGDOT_ASSIGN_OR_RETURN(const cuda::VariantSpec spec, cuda::parse_variant_spec(override_text.value_or("")));
     RAGDOT_ASSIGN_OR_RETURN(KernelVariant v, cuda::choose_variant(p, dev->traits, spec.small_groups_on_wgmma));
     if (override_text) {
-      RAGDOT_ASSIGN_OR_RETURN(v, cuda::override_variant(v, spec, dev->traits));
+      RAGDOT_ASSIGN_OR_RETURN(v, cuda::override_variant(v, spec, dev->traits, p.num_groups + p.computed_groups));
     }
     RAGDOT_ASSIGN_OR_RETURN(std::shared_ptr<const LoadedKernel> k, cuda::load_kernel(*dev, v));
     const std::int64_t smem = v.dynamic_smem_bytes(p.num_groups, p.computed_groups);

@@ -25,6 +25,10 @@ const char* type_tag(DType t) {
 bool mult8(std::int64_t x) { return x % 8 == 0; }
 
 std::int64_t scheduler_bytes_max() { return (kMaxGroupsPlusLocal + 4) * 4 + 128; }
+// The scheduler table of `groups` groups plus computed groups (-1: the largest).
+std::int64_t scheduler_bytes(std::int64_t groups) {
+  return groups < 0 ? scheduler_bytes_max() : (groups + 4) * 4 + 128;
+}
 
 std::int64_t mma_stage_bytes(int bm, int bn, int bk) { return std::int64_t(bm + bn) * bk * 2; }
 
@@ -60,22 +64,24 @@ std::int64_t wgmma_stage_bytes(int bn, int bm = 128) { return std::int64_t(bm + 
 // The TMA-store epilogue's staging area (kernels/ragdot/wgmma.cuh: kStagingBytes): two
 // warpgroups x two buffers x a 64 x 64 box of 16-bit outputs.
 constexpr std::int64_t kTmaStoreStagingBytes = 2 * 2 * 64 * 64 * 2;
-int wgmma_stages(int bn, const DeviceTraits& d, bool tma_store = false, int bm = 128) {
+int wgmma_stages(int bn, const DeviceTraits& d, bool tma_store = false, int bm = 128, std::int64_t groups = -1) {
   const std::int64_t staging = tma_store ? kTmaStoreStagingBytes : 0;
   for (int s = 6; s >= 2; --s)
-    if (s * wgmma_stage_bytes(bn, bm) + staging + scheduler_bytes_max() + 1024 <= d.max_dynamic_smem) return s;
+    if (s * wgmma_stage_bytes(bn, bm) + staging + scheduler_bytes(groups) + 1024 <= d.max_dynamic_smem) return s;
   return 0;
 }
 
 // Token rows of a swapped-operand tile (its largest wgmma N), and the step of its N.
 constexpr int kSwapRows = 160, kSwapStep = 16;
 
-// The swapped-operand variant of a mode 1 wgmma variant: 256 weight columns by up to 160 token rows.
-KernelVariant swapped(KernelVariant v, const DeviceTraits& d) {
+// The swapped-operand variant of a mode 1 wgmma variant: 256 weight columns by up to 160 token
+// rows, in as many stages as fit beside the scheduler table of `groups` groups (-1: the largest;
+// 3 stages of 52 KiB then, 4 for tables up to about 4000 groups).
+KernelVariant swapped(KernelVariant v, const DeviceTraits& d, std::int64_t groups = -1) {
   v.swap_ab = true;
   v.bn = 256;
   v.bm = kSwapRows;
-  v.stages = wgmma_stages(v.bn, d, false, v.bm);
+  v.stages = wgmma_stages(v.bn, d, false, v.bm, groups);
   return v;
 }
 
@@ -129,7 +135,7 @@ std::string wgmma_instruction(const KernelVariant& v) {
 // each N / 2 registers of its half.
 std::string swapped_instructions(const KernelVariant& v) {
   const char* in = v.lhs == DType::kF16 ? "f16" : "bf16";
-  const int half = kSwapRows / 2;
+  const int half = kSwapRows / 2;  // accumulators per slice
   std::ostringstream s;
   // one wgmma of slice `slice` with n rows (its accumulators from slice * half), as inline PTX
   auto instruction = [&](int n, int slice) {
@@ -431,7 +437,8 @@ Result<VariantSpec> parse_variant_spec(const std::string& spec) {
   return out;
 }
 
-Result<KernelVariant> override_variant(const KernelVariant& v, const VariantSpec& spec, const DeviceTraits& d) {
+Result<KernelVariant> override_variant(const KernelVariant& v, const VariantSpec& spec, const DeviceTraits& d,
+                                       std::int64_t groups) {
   // A key the chosen family does not have leaves it as it is: one setting can then stand for a
   // whole program whose ops land on different families.
   KernelVariant out = v;
@@ -474,7 +481,7 @@ Result<KernelVariant> override_variant(const KernelVariant& v, const VariantSpec
       if (spec.bn && *spec.bn != 256)
         return invalid_argument("RAGDOT_CUDA_VARIANT: swap=ab tiles are 256 weight columns wide, not bn " +
                                 std::to_string(*spec.bn));
-      out = swapped(out, d);
+      out = swapped(out, d, groups);
       if (spec.stages) out.stages = *spec.stages;
     } else if (!*spec.swap_ab && out.swap_ab) {
       out.swap_ab = false;
@@ -487,14 +494,16 @@ Result<KernelVariant> override_variant(const KernelVariant& v, const VariantSpec
                       out.scatter_out || out.tma_store))
     return invalid_argument("RAGDOT_CUDA_VARIANT: " + out.name() +
                             ": swapped operands take 256-column tiles on one CTA, whole, with the plain epilogue");
-  if (out.dynamic_smem_bytes(kMaxGroupsPlusLocal / 2, kMaxGroupsPlusLocal / 2) > d.max_dynamic_smem)
+  const std::int64_t table = groups < 0 ? kMaxGroupsPlusLocal : groups;
+  if (out.dynamic_smem_bytes(table / 2, table - table / 2) > d.max_dynamic_smem)
     return invalid_argument("RAGDOT_CUDA_VARIANT: " + out.name() + " needs more shared memory than the device has");
   return out;
 }
 
-Result<KernelVariant> override_variant(const KernelVariant& v, const std::string& spec, const DeviceTraits& d) {
+Result<KernelVariant> override_variant(const KernelVariant& v, const std::string& spec, const DeviceTraits& d,
+                                       std::int64_t groups) {
   RAGDOT_ASSIGN_OR_RETURN(const VariantSpec parsed, parse_variant_spec(spec));
-  return override_variant(v, parsed, d);
+  return override_variant(v, parsed, d, groups);
 }
 
 bool small_groups_on_wgmma(const std::string& spec) {
@@ -609,9 +618,14 @@ std::vector<KernelVariant> all_variants(const DeviceTraits& d) {
       KernelVariant narrow = wgmma_variant(1, DType::kBF16, DType::kBF16, false, 128, d);
       narrow.split_tail = true;
       out.push_back(narrow);
-      // swapped operands (RAGDOT_CUDA_VARIANT=swap=ab): both 16-bit types, both weight layouts
+      // swapped operands (RAGDOT_CUDA_VARIANT=swap=ab): both 16-bit types, both weight layouts, in
+      // the stages of the largest scheduler table and of a small one (an MoE layer's experts)
       for (DType t : {DType::kBF16, DType::kF16})
-        for (bool b_k : {false, true}) out.push_back(swapped(wgmma_variant(1, t, t, b_k, 256, d), d));
+        for (bool b_k : {false, true})
+          for (std::int64_t groups : {std::int64_t(-1), std::int64_t(512)}) {
+            const KernelVariant v = swapped(wgmma_variant(1, t, t, b_k, 256, d), d, groups);
+            if (groups < 0 || v.stages != swapped(v, d).stages) out.push_back(v);
+          }
     }
     out.erase(std::remove_if(out.begin(), out.end(), [](const KernelVariant& v) { return v.stages < 2; }), out.end());
   }

@@ -94,8 +94,13 @@ Result<VariantSpec> parse_variant_spec(const std::string& spec);
 // Applies an override to a chosen variant. A key the variant's family does not have (or, for
 // epilogue, a variant it does not apply to) is ignored, so one setting can stand for a program
 // whose ops land on different families; a combination the variant cannot take is an error.
-Result<KernelVariant> override_variant(const KernelVariant& v, const VariantSpec& spec, const DeviceTraits& device);
-Result<KernelVariant> override_variant(const KernelVariant& v, const std::string& spec, const DeviceTraits& device);
+// `groups`: the op's groups plus its computed groups, whose scheduler table shares the shared
+// memory (the swapped-operand tile takes a fourth stage where a small table leaves room; other
+// variants, and the check that the result fits, assume the largest table unless told).
+Result<KernelVariant> override_variant(const KernelVariant& v, const VariantSpec& spec, const DeviceTraits& device,
+                                       std::int64_t groups = -1);
+Result<KernelVariant> override_variant(const KernelVariant& v, const std::string& spec, const DeviceTraits& device,
+                                       std::int64_t groups = -1);
 // The spec's small_groups and raster settings (their defaults if it does not parse).
 bool small_groups_on_wgmma(const std::string& spec);
 std::int64_t raster_bytes(const std::string& spec);
