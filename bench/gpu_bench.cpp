@@ -26,11 +26,15 @@
 
 #include "backends/cuda/cuda_driver.hpp"
 #include "backends/cuda/kernel_cache.hpp"
+#include "bench_cases.hpp"
 #include "ragdot/ragdot.hpp"
 
 namespace {
 
 using namespace ragdot;
+using bench::BenchCase;
+using bench::bench_cases;
+using bench::kRouterSeed;
 const cuda::DriverApi* D = nullptr;
 
 #define CU(call)                                                                    \
@@ -134,15 +138,6 @@ std::pair<double, double> time_alternating(CUstream s, int reps, F&& a, G&& b, i
   return {median(ta), median(tb)};
 }
 
-struct BenchCase {
-  std::string name;
-  std::string preset;
-  std::int64_t tokens;
-  std::string gemm;  // up / down
-  int mode;          // 1 forward, 2 weight gradient
-  double skew;
-};
-
 // Another ragdot backend on the same operands: its execute time (CUDA events, as every timing here)
 // and, for backends that bridge group sizes to the host, that bridge's host time measured apart
 // (median over runs that each start on an idle stream, so no queued GEMM is waited for).
@@ -242,22 +237,7 @@ int main(int argc, char** argv) {
   CUBLAS(cublasCreate(&blas));
   CUBLAS(cublasSetStream(blas, reinterpret_cast<cudaStream_t>(stream)));
 
-  std::vector<BenchCase> cases = {
-      {"mixtral prefill up", "mixtral-8x7b", 4096, "up", 1, 0.0},
-      {"mixtral prefill up", "mixtral-8x7b", 4096, "up", 1, 1.2},
-      {"mixtral prefill down", "mixtral-8x7b", 4096, "down", 1, 0.0},
-      {"deepseek-v3 prefill up", "deepseek-v3", 4096, "up", 1, 0.0},
-      {"deepseek-v3 prefill up", "deepseek-v3", 4096, "up", 1, 1.2},
-      {"deepseek-v3 prefill down", "deepseek-v3", 4096, "down", 1, 0.0},
-      {"llama4-scout prefill up", "llama4-scout", 8192, "up", 1, 0.0},
-      {"qwen3 prefill up", "qwen3-30b-a3b", 8192, "up", 1, 0.0},
-      {"qwen3 prefill up", "qwen3-30b-a3b", 8192, "up", 1, 1.2},
-      {"deepseek-v3 decode up", "deepseek-v3", 128, "up", 1, 0.0},
-      {"mixtral decode up", "mixtral-8x7b", 32, "up", 1, 0.0},
-      {"mixtral wgrad up", "mixtral-8x7b", 4096, "up", 2, 0.0},
-      {"deepseek-v3 wgrad up", "deepseek-v3", 4096, "up", 2, 0.0},
-      {"deepseek-v3 wgrad up", "deepseek-v3", 4096, "up", 2, 1.2},
-  };
+  std::vector<BenchCase> cases = bench_cases();
   if (quick) cases.resize(3);
 
   std::time_t now = std::time(nullptr);
@@ -278,7 +258,7 @@ int main(int argc, char** argv) {
     const auto gemms = workloads::layer_gemms(preset, bc.tokens);
     const auto& g = bc.gemm == "up" ? gemms[0] : gemms[1];
     const std::int64_t M = g.m, K = g.k, N = g.n, E = g.groups;
-    const auto sizes = workloads::route_group_sizes(bc.tokens, preset.top_k, E, bc.skew, 42);
+    const auto sizes = workloads::route_group_sizes(bc.tokens, preset.top_k, E, bc.skew, kRouterSeed);
     std::int64_t active = 0, max_rows = 0;
     for (auto s : sizes) {
       active += s > 0;

@@ -22,18 +22,11 @@
 #include <string>
 #include <vector>
 
+#include "bench_cases.hpp"
 #include "ragdot/split.h"
 #include "ragdot/workloads.hpp"
 
 namespace {
-
-struct Case {
-  const char* name;
-  const char* preset;
-  std::int64_t tokens;
-  bool up;
-  double skew;
-};
 
 // The time the last SM finishes when `sms` SMs take `costs` in order, each when it is free.
 double in_order_makespan(const std::vector<double>& costs, int sms) {
@@ -67,26 +60,21 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "tile_model: --sms must be 1 or more\n");
     return 2;
   }
-  const Case cases[] = {
-      {"mixtral prefill up", "mixtral-8x7b", 4096, true, 0.0},  {"mixtral prefill up", "mixtral-8x7b", 4096, true, 1.2},
-      {"mixtral prefill down", "mixtral-8x7b", 4096, false, 0.0}, {"deepseek-v3 prefill up", "deepseek-v3", 4096, true, 0.0},
-      {"deepseek-v3 prefill up", "deepseek-v3", 4096, true, 1.2}, {"deepseek-v3 prefill down", "deepseek-v3", 4096, false, 0.0},
-      {"llama4-scout prefill up", "llama4-scout", 8192, true, 0.0}, {"qwen3 prefill up", "qwen3-30b-a3b", 8192, true, 0.0},
-      {"qwen3 prefill up", "qwen3-30b-a3b", 8192, true, 1.2},
-  };
   std::printf("| case | skew | tiles | waves on %d SMs | rows useful / multiplied | in-order hand-out efficiency | "
               "split=tail pieces | modelled split=tail speedup | swap=ab: rows useful / multiplied | swap=ab: L2 bytes / "
               "plain |\n|---|---|---|---|---|---|---|---|---|---|\n",
               sms);
-  for (const Case& c : cases) {
+  for (const ragdot::bench::BenchCase& c : ragdot::bench::bench_cases()) {
+    if (c.mode != 1 || c.name.find("decode") != std::string::npos) continue;  // the prefill forward cases
     const auto preset = ragdot::workloads::find_preset(c.preset);
     if (!preset.ok()) {
       std::fprintf(stderr, "tile_model: %s\n", preset.status().message().c_str());
       return 1;
     }
     const auto gemms = ragdot::workloads::layer_gemms(*preset, c.tokens);
-    const auto& g = c.up ? gemms[0] : gemms[1];
-    const auto sizes = ragdot::workloads::route_group_sizes(c.tokens, preset->top_k, g.groups, c.skew, 42);
+    const auto& g = c.gemm == "up" ? gemms[0] : gemms[1];
+    const auto sizes = ragdot::workloads::route_group_sizes(c.tokens, preset->top_k, g.groups, c.skew,
+                                                                 ragdot::bench::kRouterSeed);
     const std::int64_t bn = g.n >= 256 ? 256 : 128, n_tiles = (g.n + bn - 1) / bn, k_steps = (g.k + 63) / 64;
     std::vector<double> costs;  // in k steps of a full tile, in the scheduler's order
     double useful = 0, multiplied = 0;
@@ -123,7 +111,7 @@ int main(int argc, char** argv) {
       units.push_back(slot < 0 ? c_tile : c_tile / split.pieces + piece_overhead);
     }
     const double with_split = in_order_makespan(units, sms);
-    std::printf("| %s | %.1f | %zu | %.2f | %.3f | %.3f | %d | %.3f | %.3f | %.3f |\n", c.name, c.skew, costs.size(),
+    std::printf("| %s | %.1f | %zu | %.2f | %.3f | %.3f | %d | %.3f | %.3f | %.3f |\n", c.name.c_str(), c.skew, costs.size(),
                 double(costs.size()) / sms, useful / multiplied, multiplied / sms / whole, split.pieces,
                 whole / with_split, row_total * double(swap_n_tiles) / swap_multiplied, swap_loads / plain_loads);
   }

@@ -69,21 +69,19 @@ if [ $run_tests = 1 ]; then
     for t in $("$BIN/$prog" --gtest_list_tests | awk '/^[^ ]/{suite=$1} /^  /{print suite $1}'); do
       if [[ $t =~ $skip ]]; then echo "$t skipped (--skip)" | tee -a "$LOG" >> "$OUT/gpu_tests.txt"; continue; fi
       [[ $t =~ $only ]] || continue
-      # CTA pairs and split tiles: a protocol between CTAs that deadlocks hangs its test. The few
-      # cases of each kind run first on a short limit; the kind's matrix only if they passed.
+      # CTA pairs, split tiles and swapped operands: a protocol between CTAs (or a new tile) that
+      # deadlocks hangs its test. The few cases of each kind run first on a short limit; the
+      # kind's other tests only if they passed (small: the small test that gates $t).
       limit=150
-      [[ $t == *ClusterPairsSmall* || $t == *SplitTailSmall || $t == *SwappedOperandsSmall ]] && limit=60
+      small=""
+      case $t in
+        *ClusterPairsSmall* | *SplitTailSmall | *SwappedOperandsSmall) limit=60 ;;
+        *ClusterPairsAlong*) small=${t/ClusterPairs/ClusterPairsSmall} ;;
+        *HopperSplitTail*) small=CudaBackend.HopperSplitTailSmall ;;
+        *HopperSwappedOperands) small=${t}Small ;;
+      esac
       [[ $t == *HopperSplitTail ]] && limit=300
-      if [[ $t == *ClusterPairsAlong* ]] && ! grep -q "${t/ClusterPairs/ClusterPairsSmall} exit 0" "$OUT/gpu_tests.txt"; then
-        echo "$t skipped (its small cases did not pass)" | tee -a "$LOG" >> "$OUT/gpu_tests.txt"
-        continue
-      fi
-      if [[ $t == *HopperSplitTail* && $t != *SplitTailSmall ]] &&
-         ! grep -q "CudaBackend.HopperSplitTailSmall exit 0" "$OUT/gpu_tests.txt"; then
-        echo "$t skipped (its small cases did not pass)" | tee -a "$LOG" >> "$OUT/gpu_tests.txt"
-        continue
-      fi
-      if [[ $t == *HopperSwappedOperands ]] && ! grep -q "${t}Small exit 0" "$OUT/gpu_tests.txt"; then
+      if [ -n "$small" ] && ! grep -q "$small exit 0" "$OUT/gpu_tests.txt"; then
         echo "$t skipped (its small cases did not pass)" | tee -a "$LOG" >> "$OUT/gpu_tests.txt"
         continue
       fi

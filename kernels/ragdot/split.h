@@ -69,6 +69,13 @@ RAGDOT_SPLIT_FN void ragdot_split_unit(const RagdotSplit* s, int unit, int* tile
   }
 }
 
+// The workspace of a split plan on `ctas` CTAs, which kernel and host share: after the tile
+// counter, a counter per split tile and consumer warpgroup (split tiles are at most half a wave),
+// then a slot per piece (pieces are at most a wave) of the tile's f32 partial sums, 128 x bn,
+// the first warpgroup's 64 rows then the second's.
+constexpr RAGDOT_SPLIT_FN long long ragdot_split_counters(int ctas) { return 1 + 2LL * ctas; }
+constexpr RAGDOT_SPLIT_FN long long ragdot_split_slot_floats(int bn) { return 128LL * bn; }
+
 // The k steps [*begin, *end) of piece `piece` of `pieces` over `k_steps` steps: as equal as can be.
 RAGDOT_SPLIT_FN void ragdot_split_k_steps(int k_steps, int piece, int pieces, int* begin, int* end) {
   *begin = (int)((long long)k_steps * piece / pieces);

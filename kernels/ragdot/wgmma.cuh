@@ -659,6 +659,20 @@ struct Kernel {
       }
     }
   }
+
+  // Lane 4q+i's 8 bytes, from its pairs w0 and w1 of two 8-column blocks: with (i even) its own
+  // w0 and its neighbour's, or (i odd) its neighbour's w1 and its own (every lane shuffles), at
+  // column neighbour_column(lane) of the blocks; stored only where `store`.
+  static __device__ __forceinline__ int neighbour_column(int lane) { return (lane & 1) * 8 + (lane & 2) * 2; }
+  static __device__ __forceinline__ void store_neighbours(u16* dst, u32 w0, u32 w1, int lane, bool store) {
+    const bool odd = lane & 1;
+    const u32 got = __shfl_xor_sync(0xffffffffu, odd ? w0 : w1, 1);
+    if (store) {
+      const u32 lo = odd ? got : w0, hi = odd ? w1 : got;
+      asm volatile("st.global.v2.b32 [%0], {%1, %2};\n" ::"l"(dst), "r"(lo), "r"(hi) : "memory");
+    }
+  }
+
   // 16-bit outputs: a lane's pair is only 4 bytes, so neighbouring lanes first swap halves of two
   // 8-column blocks (one shuffle): each lane then holds 4 adjacent columns and stores 8 bytes, and
   // a quad again writes 32 contiguous bytes of a row per store, with half the store instructions.
@@ -668,21 +682,15 @@ struct Kernel {
   template <int kCols, class T>
   static __device__ __forceinline__ void store_tile(u16* otile, i64 out_m, int r0, int lane, i64 rows_here,
                                                     i64 cols_lim, const float (&acc)[kCols / 2], T) {
-    const bool odd = lane & 1;
-    const int c4 = (lane & 1) * 8 + (lane & 2) * 2;
 #pragma unroll
     for (int j = 0; j < kCols / 8; j += 2) {
-      const int c = j * 8 + c4;
+      const int c = j * 8 + neighbour_column(lane);
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const u32 w0 = pack2(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1], T());
         const u32 w1 = pack2(acc[4 * j + 4 + 2 * h], acc[4 * j + 4 + 2 * h + 1], T());
-        const u32 got = __shfl_xor_sync(0xffffffffu, odd ? w0 : w1, 1);
         const int r = r0 + h * 8;
-        if (c < cols_lim && r < rows_here) {
-          const u32 lo = odd ? got : w0, hi = odd ? w1 : got;
-          asm volatile("st.global.v2.b32 [%0], {%1, %2};\n" ::"l"(otile + r * out_m + c), "r"(lo), "r"(hi) : "memory");
-        }
+        store_neighbours(otile + r * out_m + c, w0, w1, lane, c < cols_lim && r < rows_here);
       }
     }
   }
@@ -697,23 +705,17 @@ struct Kernel {
   static __device__ __forceinline__ void store_tile_swapped(O* otile, i64 out_m, int warp, int lane, i64 rows,
                                                             i64 cols_lim, const float (&acc)[kAcc]) {
     typedef typename V::Out Out;
-    const bool odd = lane & 1;
-    const int c4 = (lane & 1) * 8 + (lane & 2) * 2;
 #pragma unroll
     for (int slice = 0; slice < 2; ++slice) {
-      const int c = slice * 64 + warp * 16 + c4;
+      const int c = slice * 64 + warp * 16 + neighbour_column(lane);
 #pragma unroll
       for (int j = 0; j < kBM / 8; ++j) {
         if (8 * j >= rows) break;  // the same for the whole warp
         const int a = slice * (kBM / 2) + 4 * j;
         const u32 t0 = movmatrix_trans(pack2(acc[a], acc[a + 1], Out()));
         const u32 t1 = movmatrix_trans(pack2(acc[a + 2], acc[a + 3], Out()));
-        const u32 got = __shfl_xor_sync(0xffffffffu, odd ? t0 : t1, 1);
         const int r = 8 * j + (lane >> 2);
-        if (r < rows && c < cols_lim) {
-          const u32 lo = odd ? got : t0, hi = odd ? t1 : got;
-          asm volatile("st.global.v2.b32 [%0], {%1, %2};\n" ::"l"(otile + r * out_m + c), "r"(lo), "r"(hi) : "memory");
-        }
+        store_neighbours(otile + r * out_m + c, t0, t1, lane, r < rows && c < cols_lim);
       }
     }
   }
@@ -895,7 +897,7 @@ struct Kernel {
   // The others return false.
   static __device__ __forceinline__ bool join_pieces(const RagdotKernelParams& p, const Unit& w, int wg, int tid,
                                                      float (&acc)[kAcc]) {
-    constexpr i64 kSlotFloats = (i64)kAcc * 128;  // one warpgroup's 64 x kBN sums
+    constexpr i64 kSlotFloats = ragdot_split_slot_floats(kBN) / 2;  // one warpgroup's 64 x kBN sums
     const int pieces = tile_split.pieces;
     float* mine = p.split_partials + ((i64)w.slot * 2 + wg) * kSlotFloats + tid;
 #pragma unroll
@@ -947,13 +949,12 @@ struct Kernel {
         // tile's tensor-core time (groups of ~128 rows, as in deepseek-v3, have many such tiles).
         // Mode 2: both warpgroups take every k tile, since they zero its tail together, unless the
         // CTA has no rows at all (an m pair's rank past m). Pairs: nothing to do without columns.
-        idle = (V::kMode == 1 ? rows_here <= 0 : kPairM && cta_rows <= 0) || !cta_cols || kt_begin == kt_end;
-        if constexpr (kSwap) {
-          // every row is both warpgroups' (each has its 128 of the tile's columns), unless its
-          // columns lie past n
-          n_rows = (int)ceil_div(cta_rows, (i64)kSwapStep) * kSwapStep;
-          idle = tile.n0 + wg * (kBN / 2) >= p.n || kt_begin == kt_end;
-        }
+        // Swapped operands: every row is both warpgroups' (each has its 128 of the tile's
+        // columns), unless its columns lie past n.
+        const bool nothing_here = kSwap ? tile.n0 + wg * (kBN / 2) >= p.n
+                                        : (V::kMode == 1 ? rows_here <= 0 : kPairM && cta_rows <= 0) || !cta_cols;
+        idle = nothing_here || kt_begin == kt_end;
+        if constexpr (kSwap) n_rows = (int)ceil_div(cta_rows, (i64)kSwapStep) * kSwapStep;
       }
       // Zeroed on every path, outside any branch: accumulators defined on a divergent path make
       // ptxas serialize the wgmma pipeline (warning C7520).

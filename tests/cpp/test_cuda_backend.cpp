@@ -1077,7 +1077,7 @@ TEST(CudaBackend, HopperSplitTailCountsItsPieces) {
     const int zero_tiles = int((f.m - covered + 127) / 128 * n_tiles);
     const RagdotSplit split =
         ragdot_split_plan(compute + zero_tiles, compute, grid, int(k_steps), RAGDOT_SPLIT_MAX_PIECES);
-    std::vector<std::int32_t> counters(std::size_t(1 + 2 * grid));
+    std::vector<std::int32_t> counters(std::size_t(ragdot_split_counters(grid)));
     ASSERT_TRUE(gpu()->download(counters.data(), dev.dws.p, counters.size() * 4).is_ok());
     EXPECT_EQ(counters[0], split.total + grid) << what << ": units handed out";
     const int tail = (split.split_end - split.first_split) / split.pieces;

@@ -304,6 +304,16 @@ std::string run_and_capture(const std::string& command) {
   return out;
 }
 
+// Every override in `bad` fails on `v`, with a message that names `word`.
+void expect_rejected(const KernelVariant& v, std::initializer_list<const char*> bad, const char* word) {
+  const DeviceTraits hopper{9, 0, 227 * 1024};
+  for (const char* spec : bad) {
+    auto r = override_variant(v, spec, hopper);
+    ASSERT_FALSE(r.ok()) << spec;
+    EXPECT_NE(r.status().message().find(word), std::string::npos) << r.status().to_string();
+  }
+}
+
 TEST(CudaCodegen, VariantOverrideChangesTheTileOrSaysWhatIsWrong) {
   const DeviceTraits hopper{9, 0, 227 * 1024};
   const auto variants = all_variants(hopper);
@@ -322,11 +332,7 @@ TEST(CudaCodegen, VariantOverrideChangesTheTileOrSaysWhatIsWrong) {
   EXPECT_EQ(v->bn, 192);
   EXPECT_EQ(v->stages, 3);
   EXPECT_TRUE(compile_to_cubin(generate_source(*v), "ragdot_kernel.cu", embedded_kernel_headers(), "sm_90a").ok());
-  for (const char* bad : {"bn=100", "bn=512", "stages=1", "stages=9", "bm=64", "bn", "bn=12x"}) {
-    auto r = override_variant(*wgmma, bad, hopper);
-    ASSERT_FALSE(r.ok()) << bad;
-    EXPECT_NE(r.status().message().find("RAGDOT_CUDA_VARIANT"), std::string::npos) << r.status().to_string();
-  }
+  expect_rejected(*wgmma, {"bn=100", "bn=512", "stages=1", "stages=9", "bm=64", "bn", "bn=12x"}, "RAGDOT_CUDA_VARIANT");
   EXPECT_FALSE(override_variant(*wgmma, "stages=8", hopper).ok());  // 8 x 48 KiB does not fit
   // keys the family does not have leave it as it is
   auto same = override_variant(*simt, "bn=128,stages=2", hopper);
@@ -364,19 +370,11 @@ TEST(CudaCodegen, VariantOverrideChangesTheTileOrSaysWhatIsWrong) {
   EXPECT_TRUE(v->pairs_along_m() && v->pairs_along_n());
   EXPECT_NE(v->name().find("cluster4"), std::string::npos) << v->name();
   EXPECT_NE(generate_source(*v).find("__cluster_dims__(4, 1, 1)"), std::string::npos);
-  for (const char* bad : {"cluster=3", "cluster=0", "cluster=n", "cluster=2m", "cluster=4n", "cluster=2,bn=192",
-                          "cluster=2,bn=64", "cluster=4,bn=192"}) {
-    auto r = override_variant(*wgmma, bad, hopper);
-    ASSERT_FALSE(r.ok()) << bad;
-    EXPECT_NE(r.status().message().find("cluster"), std::string::npos) << r.status().to_string();
-  }
+  expect_rejected(*wgmma, {"cluster=3", "cluster=0", "cluster=n", "cluster=2m", "cluster=4n", "cluster=2,bn=192",
+                           "cluster=2,bn=64", "cluster=4,bn=192"}, "cluster");
   // raster: accepted here (the plan applies it), in KiB, 0 = the plain order
   EXPECT_EQ(*override_variant(*wgmma, "raster=64", hopper), *wgmma);
-  for (const char* bad : {"raster=-1", "raster=x", "raster=", "raster=5000000"}) {
-    auto r = override_variant(*wgmma, bad, hopper);
-    ASSERT_FALSE(r.ok()) << bad;
-    EXPECT_NE(r.status().message().find("raster"), std::string::npos) << r.status().to_string();
-  }
+  expect_rejected(*wgmma, {"raster=-1", "raster=x", "raster=", "raster=5000000"}, "raster");
   EXPECT_EQ(raster_bytes(""), 0);
   EXPECT_EQ(raster_bytes("bn=128,raster=64"), 64 << 10);
   EXPECT_EQ(raster_bytes("raster=25600,raster=0"), 0);
@@ -452,23 +450,11 @@ TEST(CudaCodegen, VariantOverrideChangesTheTileOrSaysWhatIsWrong) {
   KernelVariant f32_mode1 = *plain16;
   f32_mode1.out = DType::kF32;
   EXPECT_FALSE(override_variant(f32_mode1, "swap=ab", hopper)->swap_ab);  // f32 outputs: ignored
-  for (const char* bad : {"swap=ba", "swap=", "swap=ab,cluster=2", "swap=ab,split=tail"}) {
-    auto r = override_variant(*plain16, bad, hopper);
-    ASSERT_FALSE(r.ok()) << bad;
-    EXPECT_NE(r.status().message().find("swap"), std::string::npos) << r.status().to_string();
-  }
+  expect_rejected(*plain16, {"swap=ba", "swap=", "swap=ab,cluster=2", "swap=ab,split=tail"}, "swap");
   // ctas: accepted here (the plan caps its grid with it)
   EXPECT_EQ(*override_variant(*wgmma, "ctas=8", hopper), *wgmma);
-  for (const char* bad : {"ctas=0", "ctas=-3", "ctas=", "ctas=many"}) {
-    auto r = override_variant(*wgmma, bad, hopper);
-    ASSERT_FALSE(r.ok()) << bad;
-    EXPECT_NE(r.status().message().find("ctas"), std::string::npos) << r.status().to_string();
-  }
-  for (const char* bad : {"split=2", "split=", "split=on", "split=tail,cluster=2", "cluster=2n,split=tail"}) {
-    auto r = override_variant(*wgmma, bad, hopper);
-    ASSERT_FALSE(r.ok()) << bad;
-    EXPECT_NE(r.status().message().find("split"), std::string::npos) << r.status().to_string();
-  }
+  expect_rejected(*wgmma, {"ctas=0", "ctas=-3", "ctas=", "ctas=many"}, "ctas");
+  expect_rejected(*wgmma, {"split=2", "split=", "split=on", "split=tail,cluster=2", "cluster=2n,split=tail"}, "split");
 }
 
 // The Hopper variants must really run on the wgmma tensor-core path (HGMMA in the machine code),

@@ -27,7 +27,6 @@ extern "C" {
 }
 #include "ragdot/split.h"
 
-
 namespace ragdot::planner {
 
 namespace {
@@ -133,12 +132,12 @@ class CudaPlan final : public detail::BackendPlan {
     // take a slot (at most a wave of pieces: kernels/ragdot/split.h)
     if (v.family == cuda::KernelFamily::kWgmma) {
       tile_counter_offset_ = ws;
-      counters_ = v.split_tail ? 1 + 2 * grid_x_ : 1;
+      counters_ = v.split_tail ? ragdot_split_counters(grid_x_) : 1;
       ws += std::max(kTileCounterBytes, align256(std::size_t(counters_) * 4));
     }
     if (v.split_tail) {
       split_partials_offset_ = ws;
-      ws += align256(std::size_t(grid_x_) * std::size_t(v.bn) * 128 * sizeof(float));  // 2 x 64 x bn per slot
+      ws += align256(std::size_t(grid_x_) * std::size_t(ragdot_split_slot_floats(v.bn)) * sizeof(float));
     }
     for (std::optional<RelayoutCopy>* c : {&lhs_copy_, &rhs_copy_}) {
       if (!*c) continue;
@@ -249,7 +248,7 @@ class CudaPlan final : public detail::BackendPlan {
   std::optional<RelayoutCopy> lhs_copy_, rhs_copy_;
   CUfunction relayout_ = nullptr;
   std::optional<std::size_t> tile_counter_offset_;  // in the workspace
-  int counters_ = 0;                                 // int32 counters there, zeroed before each launch
+  long long counters_ = 0;                           // int32 counters there, zeroed before each launch
   std::optional<std::size_t> split_partials_offset_;  // in the workspace: split tiles' partial sums
 };
 

@@ -378,29 +378,25 @@ Result<VariantSpec> parse_variant_spec(const std::string& spec) {
     const auto eq = item.find('=');
     const std::string key = item.substr(0, eq);
     const std::string text = eq == std::string::npos ? "" : item.substr(eq + 1);
-    if (key == "small_groups") {
-      if (text != "wgmma" && text != "mma") {
-        return invalid_argument("RAGDOT_CUDA_VARIANT: small_groups must be wgmma or mma, got '" + text + "'");
-      }
-      out.small_groups_on_wgmma = text == "wgmma";
-      continue;
-    }
-    if (key == "epilogue") {
-      if (text != "tma" && text != "direct")
-        return invalid_argument("RAGDOT_CUDA_VARIANT: epilogue must be tma or direct, got '" + text + "'");
-      out.tma_store = text == "tma";
-      continue;
-    }
-    if (key == "swap") {
-      if (text != "ab" && text != "off")
-        return invalid_argument("RAGDOT_CUDA_VARIANT: swap must be ab or off, got '" + text + "'");
-      out.swap_ab = text == "ab";
-      continue;
-    }
-    if (key == "split") {
-      if (text != "tail" && text != "off")
-        return invalid_argument("RAGDOT_CUDA_VARIANT: split must be tail or off, got '" + text + "'");
-      out.split_tail = text == "tail";
+    // the keys that take one of two words
+    struct Choice {
+      const char* key;
+      const char* yes;
+      const char* no;
+    };
+    static constexpr Choice kChoices[] = {
+        {"small_groups", "wgmma", "mma"}, {"epilogue", "tma", "direct"}, {"swap", "ab", "off"}, {"split", "tail", "off"}};
+    const Choice* choice = std::find_if(std::begin(kChoices), std::end(kChoices),
+                                        [&](const Choice& c) { return key == c.key; });
+    if (choice != std::end(kChoices)) {
+      if (text != choice->yes && text != choice->no)
+        return invalid_argument(std::string("RAGDOT_CUDA_VARIANT: ") + choice->key + " must be " + choice->yes +
+                                " or " + choice->no + ", got '" + text + "'");
+      const bool yes = text == choice->yes;
+      if (key == "small_groups") out.small_groups_on_wgmma = yes;
+      else if (key == "epilogue") out.tma_store = yes;
+      else if (key == "swap") out.swap_ab = yes;
+      else out.split_tail = yes;
       continue;
     }
     if (key == "cluster") {
