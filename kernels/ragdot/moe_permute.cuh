@@ -22,7 +22,7 @@
 //                       weighted rows an expert GEMM added into acc (f32) itself
 //
 // Pairs whose expert is out of range get no row (row_of = -1) and are counted in bad_experts;
-// rows past the valid ones (pair_of = -1, set by the caller) are gathered as zeros. The scatter
+// rows past the valid ones (pair_of = -1, written by the offsets kernel) are gathered as zeros. The scatter
 // can also write each sorted row's token (token_of, -1 past the valid rows): the index through
 // which an expert GEMM reads its rows straight from the tokens (PlanOptions::lhs_gather_rows),
 // or adds them into their tokens' outputs (PlanOptions::out_scatter_rows), with each row's

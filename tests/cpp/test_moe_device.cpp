@@ -135,10 +135,15 @@ int check_sorts(std::initializer_list<int> expert_counts, std::initializer_list<
 }
 
 // Both sort kernels: the chunked one (pair counts around its chunk of 256) and the one-block one
-// (runs of pairs per warp shorter than a lane's batch of loads, and several batches long).
+// (runs of pairs per warp shorter than a lane's batch of loads, and several batches long). The
+// expert counts give the chunked sort's offsets kernel every split of an expert's column among
+// lanes (32 lanes for up to 32 experts, then 16, 8, 4, 2 and 1 as experts double) and expert
+// counts that leave its last warp partly filled (3, 101, 600); 32771 pairs make 129 chunks, which
+// no split divides evenly.
 TEST(MoeDevicePermutation, SortMatchesTheStableHostSort) {
   REQUIRE_GPU();
-  EXPECT_EQ(check_sorts({1, 8, 128, 1024}, {0, 1, 255, 256, 257, 32771}, 7), 2 * 4 * 6 * 4);
+  EXPECT_EQ(check_sorts({1, 3, 8, 64, 101, 128, 256, 384, 600, 1024}, {0, 1, 255, 256, 257, 32771}, 7),
+            2 * 10 * 6 * 4);
 }
 
 // A few of those, for compute-sanitizer (scripts/gpu_check.sh): the one-block sort's shared table.
