@@ -14,6 +14,12 @@
 // (RAGDOT_CUDA_VARIANT=swap=ab: tiles of up to 160 token rows by 256 columns, the rows as wgmma's N
 // in steps of 16, A loaded in boxes of 32 rows): the rows multiplied, and the bytes the tiles load
 // from L2 against the plain tiles' (A's loaded rows plus B's columns, times k).
+//
+// A second table takes the weight-gradient cases (mode 2): the bytes the tiles move through L2
+// (operands loaded plus outputs stored) with RAGDOT_CUDA_VARIANT=strips=on (kernels/ragdot/strips.h:
+// a strip's B loaded once while the group's k steps fit in B's slots) against the plain tiles,
+// and the strips' units and how evenly the in-order hand-out spreads them (a tile costs its k
+// steps plus `--epilogue-steps`, default 2, for its output).
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -24,6 +30,7 @@
 
 #include "bench_cases.hpp"
 #include "ragdot/split.h"
+#include "ragdot/strips.h"
 #include "ragdot/workloads.hpp"
 
 namespace {
@@ -42,17 +49,32 @@ double in_order_makespan(const std::vector<double>& costs, int sms) {
   return end;
 }
 
+// The case's GEMM and its router's group sizes, as gpu_bench makes them; false (said on stderr)
+// for an unknown preset.
+bool case_gemm(const ragdot::bench::BenchCase& c, ragdot::workloads::LayerGemm* g, std::vector<std::int64_t>* sizes) {
+  const auto preset = ragdot::workloads::find_preset(c.preset);
+  if (!preset.ok()) {
+    std::fprintf(stderr, "tile_model: %s\n", preset.status().message().c_str());
+    return false;
+  }
+  const auto gemms = ragdot::workloads::layer_gemms(*preset, c.tokens);
+  *g = c.gemm == "up" ? gemms[0] : gemms[1];
+  *sizes = ragdot::workloads::route_group_sizes(c.tokens, preset->top_k, g->groups, c.skew, ragdot::bench::kRouterSeed);
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   int sms = 132;
-  double piece_overhead = 2.0;
+  double piece_overhead = 2.0, epilogue_steps = 2.0;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--sms" && i + 1 < argc) sms = std::atoi(argv[++i]);
     else if (a == "--piece-overhead" && i + 1 < argc) piece_overhead = std::atof(argv[++i]);
+    else if (a == "--epilogue-steps" && i + 1 < argc) epilogue_steps = std::atof(argv[++i]);
     else {
-      std::fprintf(stderr, "usage: tile_model [--sms N] [--piece-overhead STEPS]\n");
+      std::fprintf(stderr, "usage: tile_model [--sms N] [--piece-overhead STEPS] [--epilogue-steps STEPS]\n");
       return 2;
     }
   }
@@ -66,15 +88,9 @@ int main(int argc, char** argv) {
               sms);
   for (const ragdot::bench::BenchCase& c : ragdot::bench::bench_cases()) {
     if (c.mode != 1 || c.name.find("decode") != std::string::npos) continue;  // the prefill forward cases
-    const auto preset = ragdot::workloads::find_preset(c.preset);
-    if (!preset.ok()) {
-      std::fprintf(stderr, "tile_model: %s\n", preset.status().message().c_str());
-      return 1;
-    }
-    const auto gemms = ragdot::workloads::layer_gemms(*preset, c.tokens);
-    const auto& g = c.gemm == "up" ? gemms[0] : gemms[1];
-    const auto sizes = ragdot::workloads::route_group_sizes(c.tokens, preset->top_k, g.groups, c.skew,
-                                                                 ragdot::bench::kRouterSeed);
+    ragdot::workloads::LayerGemm g;
+    std::vector<std::int64_t> sizes;
+    if (!case_gemm(c, &g, &sizes)) return 1;
     const std::int64_t bn = g.n >= 256 ? 256 : 128, n_tiles = (g.n + bn - 1) / bn, k_steps = (g.k + 63) / 64;
     std::vector<double> costs;  // in k steps of a full tile, in the scheduler's order
     double useful = 0, multiplied = 0;
@@ -114,6 +130,45 @@ int main(int argc, char** argv) {
     std::printf("| %s | %.1f | %zu | %.2f | %.3f | %.3f | %d | %.3f | %.3f | %.3f |\n", c.name.c_str(), c.skew, costs.size(),
                 double(costs.size()) / sms, useful / multiplied, multiplied / sms / whole, split.pieces,
                 whole / with_split, row_total * double(swap_n_tiles) / swap_multiplied, swap_loads / plain_loads);
+  }
+  // the weight gradient: lhs [rows, K], rhs [rows, N], out [E, K, N] (bf16), tiles 128 x 256
+  std::printf("\n| weight-gradient case | skew | groups resident in strips | L2 bytes, plain (GB) | L2 bytes, strips "
+              "(GB) | strips / plain | strip units | in-order efficiency, strips | in-order efficiency, plain |\n"
+              "|---|---|---|---|---|---|---|---|---|\n");
+  for (const ragdot::bench::BenchCase& c : ragdot::bench::bench_cases()) {
+    if (c.mode != 2) continue;
+    ragdot::workloads::LayerGemm g;
+    std::vector<std::int64_t> sizes;
+    if (!case_gemm(c, &g, &sizes)) return 1;
+    constexpr int kBN = 256;
+    const int slots = ragdot_strip_b_slots(kBN);
+    const std::int64_t m_tiles = (g.k + 127) / 128, n_tiles = (g.n + kBN - 1) / kBN;
+    const double a_step = 128.0 * 64 * 2, b_step = double(kBN) * 64 * 2, out_tile = 128.0 * kBN * 2;
+    double plain = 0, strips = 0;
+    int resident_groups = 0;
+    long long units = 0;
+    std::vector<double> plain_costs, strip_costs;  // in k steps, in the hand-out's order
+    for (std::int64_t rows : sizes) {
+      const int k_steps = int((rows + 63) / 64);
+      const bool resident = ragdot_strip_resident(k_steps, slots);
+      resident_groups += resident;
+      const double tile_cost = k_steps + epilogue_steps, tiles = double(m_tiles * n_tiles);
+      plain += tiles * (k_steps * (a_step + b_step) + out_tile);
+      for (std::int64_t t = 0; t < m_tiles * n_tiles; ++t) plain_costs.push_back(tile_cost);
+      const long long group_units = ragdot_strip_units(k_steps, slots, int(m_tiles), int(n_tiles));
+      units += group_units;
+      for (long long u = 0; u < group_units; ++u) {
+        int n_tile = 0, m_tile = 0, count = 0;
+        ragdot_strip_unit(u, resident, int(m_tiles), &n_tile, &m_tile, &count);
+        strip_costs.push_back(count * tile_cost);
+        strips += count * (k_steps * a_step + out_tile) + (resident ? 1 : count) * k_steps * b_step;
+      }
+    }
+    double work = 0;
+    for (double w : plain_costs) work += w;
+    std::printf("| %s | %.1f | %d of %zu | %.1f | %.1f | %.3f | %lld | %.3f | %.3f |\n", c.name.c_str(), c.skew,
+                resident_groups, sizes.size(), plain / 1e9, strips / 1e9, strips / plain, units,
+                work / sms / in_order_makespan(strip_costs, sms), work / sms / in_order_makespan(plain_costs, sms));
   }
   return 0;
 }

@@ -12,9 +12,10 @@
 # short call, e.g. --only 'ClusterPairs|TmaStore|TileBlocks|Swiglu|ScatterAdd|EmptyDimensions' --no-sanitizer
 # --no-peers.
 # --sweep times the cuda backend again under each RAGDOT_CUDA_VARIANT override in SPECS
-# (';'-separated) beside the planner's choice, on every benchmark case (default "split=tail;swap=ab":
-# the Hopper family's last wave split along k, and swapped operands, token rows as wgmma's N; ""
-# for none). The variants timed on 2026-12-05 (bench/RESULTS.md), all slower than the planner's
+# (';'-separated) beside the planner's choice, on every benchmark case where it changes the kernel
+# (default "split=tail;swap=ab;strips=on": the Hopper family's last wave split along k, swapped
+# operands, token rows as wgmma's N, and the weight gradient in strips that keep B in shared
+# memory; "" for none). The variants timed on 2026-12-05 (bench/RESULTS.md), all slower than the planner's
 # choice, stay out of the default to save device time: "cluster=2;cluster=2n;cluster=4;
 # raster=25600;epilogue=tma;epilogue=tma,bn=192;bn=128" (CTA pairs along m and along n, 2 x 2
 # clusters, a large group's tiles in blocks whose rows fit in 25 MiB of L2, the weight
@@ -24,7 +25,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . scripts/gpu_log.sh log.txt
-run_tests=1 run_bench=1 run_sanitizer=1 run_python=0 quick="" skip='^$' only='.*' peers=1 sweep='split=tail;swap=ab'
+run_tests=1 run_bench=1 run_sanitizer=1 run_python=0 quick="" skip='^$' only='.*' peers=1 sweep='split=tail;swap=ab;strips=on'
 while [ $# -gt 0 ]; do
   a=$1
   shift
@@ -75,12 +76,12 @@ if [ $run_tests = 1 ]; then
       limit=150
       small=""
       case $t in
-        *ClusterPairsSmall* | *SplitTailSmall | *SwappedOperandsSmall) limit=60 ;;
+        *ClusterPairsSmall* | *SplitTailSmall | *SwappedOperandsSmall | *WeightGradientStripsSmall) limit=60 ;;
         *ClusterPairsAlong*) small=${t/ClusterPairs/ClusterPairsSmall} ;;
         *HopperSplitTail*) small=CudaBackend.HopperSplitTailSmall ;;
-        *HopperSwappedOperands) small=${t}Small ;;
+        *HopperSwappedOperands | *HopperWeightGradientStrips) small=${t}Small ;;
       esac
-      [[ $t == *HopperSplitTail ]] && limit=300
+      [[ $t == *HopperSplitTail || $t == *HopperWeightGradientStrips ]] && limit=300
       if [ -n "$small" ] && ! grep -q "$small exit 0" "$OUT/gpu_tests.txt"; then
         echo "$t skipped (its small cases did not pass)" | tee -a "$LOG" >> "$OUT/gpu_tests.txt"
         continue
@@ -104,7 +105,8 @@ if [ $run_bench = 1 ]; then
   # cost the whole benchmark
   if [ $run_tests = 1 ]; then
     for axis in ClusterPairsAlongM:cluster=2 ClusterPairsAlongN:cluster=2n ClusterPairsAlongMN:cluster=4 \
-                WeightGradientTmaStore:epilogue=tma SplitTail:split=tail SwappedOperands:swap=ab; do
+                WeightGradientTmaStore:epilogue=tma SplitTail:split=tail SwappedOperands:swap=ab \
+                WeightGradientStrips:strips=on; do
       if ! grep -q "Hopper${axis%%:*} exit 0" "$OUT/gpu_tests.txt"; then
         sweep=$(echo "$sweep" | tr ';' '\n' | grep -vE "(^|,)${axis#*:}(,|$)" | paste -sd ';' -)
         say "sweep: ${axis#*:} left out, its GPU tests did not pass"
@@ -142,7 +144,7 @@ if [ $run_tests = 1 ] && [ $run_sanitizer = 1 ]; then
   done
   # the TMA-store, SwiGLU and scatter epilogues and split tiles, likewise once their matrices passed
   for small in HopperWeightGradientTmaStore HopperSwigluEpilogue HopperScatterAddRows HopperSplitTail \
-               HopperSwappedOperands; do
+               HopperSwappedOperands HopperWeightGradientStrips; do
     if [ -z "${RAGDOT_SANITIZE_FILTER:-}" ] && grep -q "$small exit 0" "$OUT/gpu_tests.txt"; then
       filter="$filter:CudaBackend.${small}Small"
     fi
@@ -167,7 +169,12 @@ if [ $run_tests = 1 ] && [ $run_sanitizer = 1 ]; then
       > "$OUT/sanitizer_moe_$tool.txt" 2>&1
     echo "$tool (moe kernels) exit $? : $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/sanitizer_moe_$tool.txt" | tail -1)" >> "$LOG"
   done
-  cat "$OUT"/sanitizer_*.txt | grep -E "SUMMARY|Invalid|Race|error" | head -40 > "$OUT/sanitizer.txt"
+  # the sort writes every output and reads its workspace with no memset before it: initcheck says
+  # whether a kernel reads memory nothing wrote
+  timeout 200 compute-sanitizer --tool initcheck --error-exitcode 3 "$BIN/test_moe_device" \
+    --gtest_filter='MoeDevicePermutation.SortSmall' > "$OUT/sanitizer_moe_initcheck.txt" 2>&1
+  echo "initcheck (moe sort) exit $? : $(grep -E 'ERROR SUMMARY' "$OUT/sanitizer_moe_initcheck.txt" | tail -1)" >> "$LOG"
+  cat "$OUT"/sanitizer_*.txt | grep -E "SUMMARY|Invalid|Race|error|Uninitialized" | head -40 > "$OUT/sanitizer.txt"
   rm -f "$OUT"/sanitizer_memcheck.txt "$OUT"/sanitizer_racecheck.txt "$OUT"/sanitizer_synccheck.txt \
     "$OUT"/sanitizer_cublas_*.txt "$OUT"/sanitizer_moe_*.txt
 fi

@@ -92,8 +92,9 @@ if [ $tests = 1 ]; then
   echo "layer tests under RAGDOT_MOE_SORT=one_block RAGDOT_MOE_ROWS=warps exit $? ($(( $(date +%s) - t0 ))s)" |
     tee -a "$LOG" >> "$OUT/layer_tests.txt"
   # and with the Hopper family's opt-in tiles: swapped operands (the layer's plain expert GEMMs,
-  # forward and data gradients, both weight layouts) and the last wave split along k
-  for spec in swap=ab split=tail; do
+  # forward and data gradients, both weight layouts), the last wave split along k, and the weight
+  # gradients in strips
+  for spec in swap=ab split=tail strips=on; do
     t0=$(date +%s)
     RAGDOT_CUDA_VARIANT=$spec timeout 300 "$BIN/test_moe_layer_device" \
       --gtest_filter='Presets/DeviceMoeLayerTest.*:DeviceMoeLayer.GraphCapture*' >> "$OUT/layer_tests.txt" 2>&1

@@ -77,7 +77,8 @@
 // to 160 rows reads its weight tile once and multiplies at most 15 rows for nothing.
 //
 // The generated prelude defines `struct V` with kMode, kBN, kStages, kBKMajor, kGatherA, kCluster,
-// kClusterAlongN, kTmaStore, kSwiglu, kScatterOut, kSplitTail, kSwapAB, typedef In, typedef Out,
+// kClusterAlongN, kTmaStore, kSwiglu, kScatterOut, kSplitTail, kSwapAB, kStrips (wgmma_strips.cuh's
+// kernel, whose entry point is Strips<V, Mma>::run), typedef In, typedef Out,
 // and `struct Mma` with `run(float (&d)[kBN / 2], u64 desc_a, u64 desc_b, int accumulate)`: the one
 // wgmma instruction of the variant (m64 x kBN x k16), written out by the generator; with kSwapAB
 // instead kMaxRows (160), kRowStep (16) and `template <int kN> run(float (&d)[160], u64 desc_a0,
@@ -825,6 +826,38 @@ struct Kernel {
       }
       ++stores;
     }
+  }
+
+  // The stage protocol of k steps [kt_begin, kt_end), `it` counting the steps this warpgroup has
+  // taken: for each, `wait(it, kt)` until its operands are in shared memory, let `prepare(it, kt)`
+  // ready them, `issue(it, kt)` its wgmma instructions, and keep one k step in flight: the one
+  // before is done, so `release(it, kt)` of that step hands its operands back. At least one step.
+  // (The weight-gradient strips' two rings use it; k_loop below is the same protocol over one
+  // ring, written out: built on this, its register allocation changed and the cluster variants
+  // spilled.)
+  template <class Wait, class Prepare, class Issue, class Release>
+  static __device__ __forceinline__ void k_protocol(int kt_begin, int kt_end, u32& it, float (&acc)[kAcc], Wait wait,
+                                                    Prepare prepare, Issue issue, Release release) {
+    u32 prev_it = 0;
+    int prev_kt = 0;
+    for (int kt = kt_begin; kt < kt_end; ++kt, ++it) {
+      wait(it, kt);
+      prepare(it, kt);
+#pragma unroll
+      for (int i = 0; i < kAcc; ++i) fence_operand(acc[i]);
+      wgmma_fence();
+      issue(it, kt);
+      wgmma_commit();
+#pragma unroll
+      for (int i = 0; i < kAcc; ++i) fence_operand(acc[i]);
+      wgmma_wait<1>();
+      if (kt > kt_begin) release(prev_it, prev_kt);
+      prev_it = it, prev_kt = kt;
+    }
+    wgmma_wait<0>();
+#pragma unroll
+    for (int i = 0; i < kAcc; ++i) fence_operand(acc[i]);
+    release(prev_it, prev_kt);
   }
 
   // A tile's k steps [kt_begin, kt_end): for each, wait for its stage, let `prepare(s, kt)` ready

@@ -762,8 +762,9 @@ TEST(CudaBackend, HopperSwappedOperands) {
 // where group boundaries fall inside k tiles: odd sizes, empty groups (zero blocks), one group
 // holding every row, a tail no group covers, every output dtype, a group offset. On Hopper every
 // case must really be planned as wgmma.
-// `plan_says`: what every plan with a 16-bit output must contain on Hopper (f32 outputs: "wgmma").
-void check_weight_gradients(const char* plan_says, int repeats) {
+// `plan_says`: what every plan with a 16-bit output must contain on Hopper, `f32_says` with an
+// f32 output.
+void check_weight_gradients(const char* plan_says, int repeats, const char* f32_says = "wgmma") {
   const bool hopper = device_is_hopper();
   const Shape shapes[] = {{256, 1000, 320, 4}, {136, 777, 264, 5}, {64, 300, 512, 3}, {200, 500, 136, 3}};
   workloads::SplitMix64 rng(29);
@@ -780,7 +781,7 @@ void check_weight_gradients(const char* plan_says, int repeats) {
           c.description += std::string(" ") + verify::group_pattern_name(pat);
           ++cases;
           const std::string plan = expect_cuda_pass(c, seed++, false, repeats);
-          expected_plans += plan.find(out == DType::kF32 ? "wgmma" : plan_says) != std::string::npos;
+          expected_plans += plan.find(out == DType::kF32 ? f32_says : plan_says) != std::string::npos;
         }
       }
     }
@@ -822,6 +823,73 @@ TEST(CudaBackend, HopperWeightGradientTmaStoreSmall) {
       EXPECT_NE(plan.find("tmastore"), std::string::npos) << spec << " " << c.description << ": " << plan;
     }
   }
+}
+
+// Weight-gradient strips (RAGDOT_CUDA_VARIANT=strips=on, kernels/ragdot/strips.h): runs of a
+// column tile's output tiles on one CTA, B kept in shared memory for the groups whose k steps fit
+// in its slots (4 at bn 256: up to 256 rows) and streamed for the others. The cases: groups of 1,
+// 64, 255 and 256 rows (resident, their last k step partial or whole) beside an empty one and one
+// of 257 rows (streamed); strips of several tiles (18 m tiles: two strips of 9) whose last tile
+// and last column tile are partial, and one strip of the most tiles (16); a tail of rows no group
+// covers; 300 small groups (a unit's group found among many; 5 A stages beside their table); an
+// f32 output; groups of 500 and 520 rows (resident only at bn 128's 8 slots); a group offset. Each
+// case under each spec, three runs, bitwise the same, every one planned in strips. `small`: three
+// cases, the whole grid and 3 CTAs with the shallowest ring (for compute-sanitizer).
+void check_strips(bool small) {
+  workloads::SplitMix64 rng(79);
+  std::vector<std::int64_t> many(300);
+  for (auto& g : many) g = std::int64_t(rng.next() % 20);
+  std::int64_t many_rows = 0;
+  for (auto g : many) many_rows += g;
+  std::vector<verify::Case> cases = {
+      shaped(2, 200, 600, 264, {64, 0, 1, 255, 256, 24}, DType::kBF16, DType::kBF16),
+      shaped(2, 2048, 300, 72, {128, 0, 172}, DType::kBF16, DType::kBF16),  // strips of all 16 m tiles
+      shaped(2, 136, many_rows + 7, 136, many, DType::kBF16, DType::kBF16),
+  };
+  if (!small) {
+    cases.push_back(shaped(2, 2181, 700, 136, {100, 257, 0, 130, 70}, DType::kBF16, DType::kBF16));
+    cases.push_back(shaped(2, 136, 640, 264, {300, 43, 0, 200}, DType::kF16, DType::kF32));
+    cases.push_back(shaped(2, 264, 1100, 200, {500, 13, 0, 520}, DType::kBF16, DType::kBF16));
+  }
+  // (B's slots wrap around across units on a few CTAs, with each ring depth and slot count: 4 at
+  // bn 256, 8 at 128, 5 at 192, 16 at 64)
+  const std::vector<const char*> specs =
+      small ? std::vector<const char*>{"strips=on", "strips=on,stages=2,ctas=3"}
+            : std::vector<const char*>{"strips=on",         "strips=on,ctas=3",        "strips=on,stages=2,ctas=3",
+                                       "strips=on,bn=128,ctas=3", "strips=on,bn=192,ctas=2", "strips=on,bn=64"};
+  std::uint64_t seed = small ? 7900 : 7950;
+  int planned = 0, runs = 0;
+  for (const char* spec : specs) {
+    ScopedVariant strips(spec);
+    for (verify::Case c : cases) {
+      c.description += std::string(" ") + spec;
+      const std::string plan = expect_cuda_pass(c, seed++, false, /*repeats=*/3);
+      planned += plan.find("strips") != std::string::npos;
+      ++runs;
+    }
+    const std::string plan = expect_cuda_pass(mode2_offset_case(), seed++, false, /*repeats=*/3);
+    planned += plan.find("strips") != std::string::npos;
+    ++runs;
+  }
+  EXPECT_EQ(planned, runs) << "a case was not planned in strips";
+}
+
+// (the small cases first: scripts/gpu_check.sh runs the others only if they pass)
+TEST(CudaBackend, HopperWeightGradientStripsSmall) {
+  REQUIRE_GPU();
+  if (!device_is_hopper()) GTEST_SKIP() << "weight-gradient strips are the Hopper family's";
+  check_strips(true);
+}
+
+// Strips on the cases above under every spec, then on the whole weight-gradient matrix (groups
+// from empty to all rows, so resident and streamed ones side by side, every output dtype, a group
+// offset), three runs each, bitwise the same, every case planned in strips.
+TEST(CudaBackend, HopperWeightGradientStrips) {
+  REQUIRE_GPU();
+  if (!device_is_hopper()) GTEST_SKIP() << "weight-gradient strips are the Hopper family's";
+  check_strips(false);
+  ScopedVariant strips("strips=on");
+  check_weight_gradients("strips", 3, "strips");
 }
 
 TEST(CudaBackend, BatchModeAndBatchDims) {

@@ -381,7 +381,7 @@ TEST(CudaCodegen, VariantOverrideChangesTheTileOrSaysWhatIsWrong) {
   // epilogue=tma: the weight gradient's, 16-bit outputs; elsewhere ignored
   const auto mode2 = std::find_if(variants.begin(), variants.end(), [](const KernelVariant& k) {
     return k.family == KernelFamily::kWgmma && k.mode == 2 && k.out == DType::kBF16 && k.bn == 256 && !k.tma_store &&
-           k.cluster == 1;
+           k.cluster == 1 && !k.strips;
   });
   ASSERT_NE(mode2, variants.end());
   v = override_variant(*mode2, "epilogue=tma", hopper);
@@ -451,6 +451,40 @@ TEST(CudaCodegen, VariantOverrideChangesTheTileOrSaysWhatIsWrong) {
   f32_mode1.out = DType::kF32;
   EXPECT_FALSE(override_variant(f32_mode1, "swap=ab", hopper)->swap_ab);  // f32 outputs: ignored
   expect_rejected(*plain16, {"swap=ba", "swap=", "swap=ab,cluster=2", "swap=ab,split=tail"}, "swap");
+  // strips=on: the wgmma family's mode 2, a ring of A tiles beside 128 KiB of B's slots; 4 A tiles
+  // beside the largest scheduler table, more beside an MoE layer's; elsewhere ignored, and no
+  // combination with clusters or the TMA-store epilogue
+  v = override_variant(*mode2, "strips=on", hopper);
+  ASSERT_TRUE(v.ok()) << v.status().to_string();
+  EXPECT_TRUE(v->strips);
+  EXPECT_EQ(v->stages, 4);
+  EXPECT_NE(v->name().find("strips"), std::string::npos) << v->name();
+  EXPECT_NE(generate_source(*v).find("Strips<V, Mma>::run"), std::string::npos);
+  EXPECT_NE(generate_source(*mode2).find("Kernel<V, Mma>::run"), std::string::npos);
+  EXPECT_EQ(v->dynamic_smem_bytes(0, 0) - mode2->dynamic_smem_bytes(0, 0),
+            4 * 128 * 64 * 2 + 128 * 1024 - mode2->stages * (128 + 256) * 64 * 2);
+  EXPECT_TRUE(std::find(variants.begin(), variants.end(), *v) != variants.end()) << "CI does not compile " << v->name();
+  auto deeper = override_variant(*mode2, "strips=on", hopper, /*groups=*/2 * 256);
+  ASSERT_TRUE(deeper.ok()) << deeper.status().to_string();
+  EXPECT_EQ(deeper->stages, 5);
+  EXPECT_TRUE(std::find(variants.begin(), variants.end(), *deeper) != variants.end())
+      << "CI does not compile " << deeper->name();
+  EXPECT_EQ(*override_variant(*v, "strips=off", hopper), *mode2);
+  // every table size: the ring, B's slots, the table, the pad and the static part fit the device
+  for (std::int64_t groups : {1, 252, 253, 256, 320, 476, 477, 2000, 4349, 4572, 8192}) {
+    auto fit = override_variant(*mode2, "strips=on", hopper, groups);
+    ASSERT_TRUE(fit.ok()) << groups << ": " << fit.status().to_string();
+    EXPECT_LE(fit->dynamic_smem_bytes(groups / 2, groups - groups / 2) + kWgmmaStaticSmemBytes, hopper.max_dynamic_smem)
+        << groups << " groups: " << fit->name();
+    EXPECT_GE(fit->stages, 4) << groups;
+  }
+  EXPECT_EQ(override_variant(*mode2, "strips=on,stages=3", hopper)->stages, 3);
+  EXPECT_FALSE(override_variant(*mode2, "strips=on,stages=5", hopper).ok());  // the largest table: no room
+  EXPECT_EQ(override_variant(*mode2, "bn=128,strips=on", hopper)->bn, 128);
+  EXPECT_FALSE(override_variant(*plain16, "strips=on", hopper)->strips);  // mode 1: ignored
+  EXPECT_EQ(*override_variant(*simt, "strips=on", hopper), *simt);
+  expect_rejected(*mode2, {"strips=b", "strips=", "strips=on,cluster=2", "cluster=2n,strips=on",
+                           "epilogue=tma,strips=on"}, "strips");
   // ctas: accepted here (the plan caps its grid with it)
   EXPECT_EQ(*override_variant(*wgmma, "ctas=8", hopper), *wgmma);
   expect_rejected(*wgmma, {"ctas=0", "ctas=-3", "ctas=", "ctas=many"}, "ctas");
@@ -464,13 +498,19 @@ TEST(CudaCodegen, HopperVariantsUseWgmmaAndTma) {
   const std::string cuobjdump = find_cuobjdump();
   ASSERT_FALSE(cuobjdump.empty()) << "cuobjdump not found: pip install nvidia-cuda-cuobjdump, or set RAGDOT_CUOBJDUMP";
   const DeviceTraits h{9, 0, 227 * 1024};
-  int checked = 0, pairs = 0, tma_stores = 0, scatters = 0;
+  int checked = 0, pairs = 0, tma_stores = 0, scatters = 0, strips = 0;
   for (const auto& v : all_variants(h)) {
     if (v.family != KernelFamily::kWgmma || v.out != DType::kBF16) continue;
     const auto out = compile_to_cubin(generate_source(v), "ragdot_kernel.cu", embedded_kernel_headers(), arch_for(h));
     ASSERT_TRUE(out.ok()) << v.name() << ": " << out.status().message();
     EXPECT_EQ(out->log.find("C7508"), std::string::npos) << v.name() << ": setmaxnreg ignored\n" << out->log;
     EXPECT_EQ(out->log.find("C7520"), std::string::npos) << v.name() << ": wgmma pipeline serialized\n" << out->log;
+    // the static shared memory the stage counts leave room for (the device's limit counts it too)
+    const std::size_t entry = out->log.find("'ragdot_group_gemm'");
+    const std::size_t used = out->log.find(" bytes smem", entry);
+    ASSERT_TRUE(entry != std::string::npos && used != std::string::npos) << v.name() << "\n" << out->log;
+    const std::size_t number = out->log.find_last_of(' ', used - 1) + 1;
+    EXPECT_LE(std::stoll(out->log.substr(number, used - number)), kWgmmaStaticSmemBytes) << v.name() << "\n" << out->log;
     const fs::path cubin = fs::temp_directory_path() / ("ragdot-sass-" + std::to_string(::getpid()) + ".cubin");
     {
       std::ofstream f(cubin, std::ios::binary);
@@ -493,6 +533,7 @@ TEST(CudaCodegen, HopperVariantsUseWgmmaAndTma) {
     // rows added into a table: 16-byte f32 vector reductions, and no plain stores of the product
     EXPECT_EQ(sass.find("REDG.E.ADD.F32x4") != std::string::npos, v.scatter_out) << v.name() << ": vector reductions";
     scatters += v.scatter_out;
+    strips += v.strips;
     EXPECT_EQ(sass.find("UCGABAR_WAIT") != std::string::npos, v.cluster > 1) << v.name() << ": cluster barrier";
     EXPECT_EQ(sass.find("LDL"), std::string::npos) << v.name() << ": local-memory loads in the SASS";
     EXPECT_EQ(sass.find("STL"), std::string::npos) << v.name() << ": local-memory stores in the SASS";
@@ -503,6 +544,7 @@ TEST(CudaCodegen, HopperVariantsUseWgmmaAndTma) {
   EXPECT_GE(pairs, 9);  // along m, n and both: mode 1 with both weight layouts, mode 2
   EXPECT_GE(tma_stores, 2);  // both tile widths
   EXPECT_GE(scatters, 6);    // both tile widths, both weight layouts, gathered rows
+  EXPECT_GE(strips, 2);      // weight-gradient strips beside the largest scheduler table and a small one
 }
 
 class CacheDir {

@@ -5,6 +5,8 @@
 #include <optional>
 #include <sstream>
 
+#include "ragdot/strips.h"
+
 namespace ragdot::cuda {
 
 namespace {
@@ -59,7 +61,8 @@ KernelVariant mma_variant(int mode, DType in, DType out, bool a_k, bool b_k, boo
 
 // Hopper: BM = 128 (two consumer warpgroups of 64 rows; 160 token rows with swapped operands),
 // BK = 64 (one 128-byte swizzle row). Stage count: the deepest ring that fits beside the largest
-// scheduler table and the 1 KiB alignment pad.
+// scheduler table, the 1 KiB alignment pad and the kernel's static shared memory (the device's
+// per-block limit counts both kinds).
 std::int64_t wgmma_stage_bytes(int bn, int bm = 128) { return std::int64_t(bm + bn) * 64 * 2; }
 // The TMA-store epilogue's staging area (kernels/ragdot/wgmma.cuh: kStagingBytes): two
 // warpgroups x two buffers x a 64 x 64 box of 16-bit outputs.
@@ -67,8 +70,27 @@ constexpr std::int64_t kTmaStoreStagingBytes = 2 * 2 * 64 * 64 * 2;
 int wgmma_stages(int bn, const DeviceTraits& d, bool tma_store = false, int bm = 128, std::int64_t groups = -1) {
   const std::int64_t staging = tma_store ? kTmaStoreStagingBytes : 0;
   for (int s = 6; s >= 2; --s)
-    if (s * wgmma_stage_bytes(bn, bm) + staging + scheduler_bytes(groups) + 1024 <= d.max_dynamic_smem) return s;
+    if (s * wgmma_stage_bytes(bn, bm) + staging + scheduler_bytes(groups) + 1024 + kWgmmaStaticSmemBytes <=
+        d.max_dynamic_smem)
+      return s;
   return 0;
+}
+
+// Weight-gradient strips (kernels/ragdot/strips.h): a ring of A tiles (128 x 64) beside B's slots
+// of k steps (RAGDOT_STRIP_B_BYTES), as deep as fits beside the scheduler table of `groups` groups
+// (-1: the largest; 4 A tiles then, 5 for tables of up to ~4500 groups, 6 up to ~480).
+constexpr std::int64_t kStripATileBytes = 128 * 64 * 2;
+int strip_stages(const DeviceTraits& d, std::int64_t groups = -1) {
+  for (int s = 6; s >= 2; --s)
+    if (s * kStripATileBytes + RAGDOT_STRIP_B_BYTES + scheduler_bytes(groups) + 1024 + kWgmmaStaticSmemBytes <=
+        d.max_dynamic_smem)
+      return s;
+  return 0;
+}
+KernelVariant in_strips(KernelVariant v, const DeviceTraits& d, std::int64_t groups = -1) {
+  v.strips = true;
+  v.stages = strip_stages(d, groups);
+  return v;
 }
 
 // Token rows of a swapped-operand tile (its largest wgmma N), and the step of its N.
@@ -192,6 +214,8 @@ std::int64_t KernelVariant::dynamic_smem_bytes(std::int64_t groups, std::int64_t
   const std::int64_t sched = ((groups + 1) + (local_groups + 3)) * 4;
   const std::int64_t sched_aligned = (sched + 127) / 128 * 128;
   if (family == KernelFamily::kMmaSync) return sched_aligned + stages * mma_stage_bytes(bm, bn, bk);
+  if (family == KernelFamily::kWgmma && strips)
+    return sched + 1024 + stages * kStripATileBytes + std::int64_t(ragdot_strip_b_slots(bn)) * bn * 64 * 2;
   if (family == KernelFamily::kWgmma)
     return sched + 1024 + stages * wgmma_stage_bytes(bn, bm) + (tma_store ? kTmaStoreStagingBytes : 0);
   return sched_aligned;
@@ -208,7 +232,7 @@ std::string KernelVariant::name() const {
     s << " tma s" << stages << (gather_a ? " gatherA" : "")
       << (cluster > 1 ? " cluster" + std::to_string(cluster) + (cluster == 2 && cluster_along_n ? "n" : "") : "")
       << (tma_store ? " tmastore" : "") << (swiglu ? " swiglu" : "") << (scatter_out ? " scatter" : "")
-      << (split_tail ? " splittail" : "") << (swap_ab ? " swapAB" : "");
+      << (split_tail ? " splittail" : "") << (swap_ab ? " swapAB" : "") << (strips ? " strips" : "");
   else s << " t" << tm << 'x' << tn;
   return s.str();
 }
@@ -217,7 +241,7 @@ std::string generate_source(const KernelVariant& v) {
   std::ostringstream s;
   s << "// ragdot generated kernel: " << v.name() << "\n";
   if (v.family == KernelFamily::kWgmma) {
-    s << "#include \"ragdot/wgmma.cuh\"\n\n"
+    s << (v.strips ? "#include \"ragdot/wgmma_strips.cuh\"\n\n" : "#include \"ragdot/wgmma.cuh\"\n\n")
       << "struct V {\n"
       << "  static constexpr int kMode = " << v.mode << ", kBN = " << v.bn << ", kStages = " << v.stages << ";\n"
       << "  static constexpr bool kBKMajor = " << (v.b_k_major ? "true" : "false") << ";\n"
@@ -229,6 +253,7 @@ std::string generate_source(const KernelVariant& v) {
       << "  static constexpr bool kScatterOut = " << (v.scatter_out ? "true" : "false") << ";\n"
       << "  static constexpr bool kSplitTail = " << (v.split_tail ? "true" : "false") << ";\n"
       << "  static constexpr bool kSwapAB = " << (v.swap_ab ? "true" : "false") << ";\n"
+      << "  static constexpr bool kStrips = " << (v.strips ? "true" : "false") << ";\n"
       << "  typedef ragdot::" << type_tag(v.lhs) << " In;\n"
       << "  typedef ragdot::" << type_tag(v.out) << " Out;\n"
       << "};\n\n"
@@ -240,7 +265,8 @@ std::string generate_source(const KernelVariant& v) {
       << "    const __grid_constant__ ragdot::hopper::TensorMap map_b"
       << (v.tma_store ? ", const __grid_constant__ ragdot::hopper::TensorMap map_out" : "") << ") {\n"
       << "  extern __shared__ __align__(1024) unsigned char ragdot_dynamic_smem[];\n"
-      << "  ragdot::hopper::Kernel<V, Mma>::run(p, &map_a, &map_b, ragdot_dynamic_smem"
+      << (v.strips ? "  ragdot::hopper::Strips<V, Mma>::run(p, &map_a, &map_b, ragdot_dynamic_smem"
+                   : "  ragdot::hopper::Kernel<V, Mma>::run(p, &map_a, &map_b, ragdot_dynamic_smem")
       << (v.tma_store ? ", &map_out" : "") << ");\n"
       << "}\n";
   } else if (v.family == KernelFamily::kMmaSync) {
@@ -385,7 +411,8 @@ Result<VariantSpec> parse_variant_spec(const std::string& spec) {
       const char* no;
     };
     static constexpr Choice kChoices[] = {
-        {"small_groups", "wgmma", "mma"}, {"epilogue", "tma", "direct"}, {"swap", "ab", "off"}, {"split", "tail", "off"}};
+        {"small_groups", "wgmma", "mma"}, {"epilogue", "tma", "direct"}, {"swap", "ab", "off"}, {"split", "tail", "off"},
+        {"strips", "on", "off"}};
     const Choice* choice = std::find_if(std::begin(kChoices), std::end(kChoices),
                                         [&](const Choice& c) { return key == c.key; });
     if (choice != std::end(kChoices)) {
@@ -396,6 +423,7 @@ Result<VariantSpec> parse_variant_spec(const std::string& spec) {
       if (key == "small_groups") out.small_groups_on_wgmma = yes;
       else if (key == "epilogue") out.tma_store = yes;
       else if (key == "swap") out.swap_ab = yes;
+      else if (key == "strips") out.strips = yes;
       else out.split_tail = yes;
       continue;
     }
@@ -427,7 +455,7 @@ Result<VariantSpec> parse_variant_spec(const std::string& spec) {
       out.raster_bytes = std::int64_t(value) << 10;
     } else {
       return invalid_argument("RAGDOT_CUDA_VARIANT: unknown key '" + key +
-                              "' (known: bn, stages, cluster, epilogue, split, swap, ctas, small_groups, raster)");
+                              "' (known: bn, stages, cluster, epilogue, split, swap, strips, ctas, small_groups, raster)");
     }
   }
   return out;
@@ -490,8 +518,26 @@ Result<KernelVariant> override_variant(const KernelVariant& v, const VariantSpec
                       out.scatter_out || out.tma_store))
     return invalid_argument("RAGDOT_CUDA_VARIANT: " + out.name() +
                             ": swapped operands take 256-column tiles on one CTA, whole, with the plain epilogue");
+  // weight-gradient strips: the Hopper family's mode 2, one CTA per unit, the register epilogue;
+  // elsewhere the key is ignored
+  if (spec.strips && out.family == KernelFamily::kWgmma && out.mode == 2) {
+    if (*spec.strips && !out.strips) {
+      if (out.cluster > 1 || out.tma_store)
+        return invalid_argument("RAGDOT_CUDA_VARIANT: strips=on keeps B in one CTA's shared memory and stores from "
+                                "registers; not with cluster or epilogue=tma");
+      out = in_strips(out, d, groups);
+      if (spec.stages) out.stages = *spec.stages;
+    } else if (!*spec.strips && out.strips) {
+      out.strips = false;
+      out.stages = spec.stages ? *spec.stages : wgmma_stages(out.bn, d, out.tma_store);
+    }
+  }
+  if (out.strips && (out.cluster > 1 || out.tma_store))
+    return invalid_argument("RAGDOT_CUDA_VARIANT: " + out.name() +
+                            ": strips keep B in one CTA's shared memory and store from registers");
   const std::int64_t table = groups < 0 ? kMaxGroupsPlusLocal : groups;
-  if (out.dynamic_smem_bytes(table / 2, table - table / 2) > d.max_dynamic_smem)
+  const std::int64_t static_bytes = out.family == KernelFamily::kWgmma ? kWgmmaStaticSmemBytes : 0;
+  if (out.dynamic_smem_bytes(table / 2, table - table / 2) + static_bytes > d.max_dynamic_smem)
     return invalid_argument("RAGDOT_CUDA_VARIANT: " + out.name() + " needs more shared memory than the device has");
   return out;
 }
@@ -622,6 +668,19 @@ std::vector<KernelVariant> all_variants(const DeviceTraits& d) {
             const KernelVariant v = swapped(wgmma_variant(1, t, t, b_k, 256, d), d, groups);
             if (groups < 0 || v.stages != swapped(v, d).stages) out.push_back(v);
           }
+    }
+    if (is_hopper(d)) {
+      // weight-gradient strips (RAGDOT_CUDA_VARIANT=strips=on): 16-bit and f32 outputs, every tile
+      // width (its own count of B's slots), in the ring of the largest scheduler table and of a
+      // small one (an MoE layer's experts)
+      for (std::int64_t groups : {std::int64_t(-1), std::int64_t(512)}) {
+        out.push_back(in_strips(wgmma_variant(2, DType::kBF16, DType::kBF16, false, 256, d), d, groups));
+        if (groups < 0) {
+          out.push_back(in_strips(wgmma_variant(2, DType::kF16, DType::kF32, false, 256, d), d, groups));
+          out.push_back(in_strips(wgmma_variant(2, DType::kBF16, DType::kF32, false, 128, d), d, groups));
+          for (int bn : {64, 192}) out.push_back(in_strips(wgmma_variant(2, DType::kBF16, DType::kBF16, false, bn, d), d));
+        }
+      }
     }
     out.erase(std::remove_if(out.begin(), out.end(), [](const KernelVariant& v) { return v.stages < 2; }), out.end());
   }

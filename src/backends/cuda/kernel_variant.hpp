@@ -36,6 +36,8 @@ struct KernelVariant {
   bool scatter_out = false;      // wgmma mode 1: rows added (scaled) into an f32 table through an index
   bool split_tail = false;       // wgmma mode 1, one CTA per tile: the last wave's tiles split along k (split.h)
   bool swap_ab = false;          // wgmma mode 1: out^T = W^T x^T, a tile's token rows as wgmma's N (bm 160)
+  bool strips = false;           // wgmma mode 2: runs of a column's tiles on one CTA, B kept in shared memory
+                                 //   (strips.h); `stages` then counts the ring of A tiles
 
   int threads() const;
   bool pairs_along_m() const { return cluster == 4 || (cluster == 2 && !cluster_along_n); }  // B shared
@@ -50,6 +52,11 @@ struct KernelVariant {
 std::string generate_source(const KernelVariant& v);
 constexpr const char* kKernelEntry = "ragdot_group_gemm";
 constexpr const char* kCheckEntry = "ragdot_check_group_sizes";
+
+// The most static shared memory a Hopper (wgmma) kernel declares: its tile ring, barriers and scan
+// scratch (ptxas reports 1024 bytes; test_cuda_codegen checks every variant against this bound).
+// The device's per-block limit counts it with the dynamic part, so stage counts leave room for it.
+constexpr std::int64_t kWgmmaStaticSmemBytes = 1024;
 
 struct DeviceTraits {
   int cc_major = 9, cc_minor = 0;
@@ -75,7 +82,10 @@ Result<KernelVariant> choose_variant(const core::GroupGemmProblem& p, const Devi
 // tiles; not with clusters), `swap` (ab: the wgmma family's mode 1 computes out^T = W^T x^T, 256
 // weight columns by up to 160 token rows per tile, the rows as wgmma's N in steps of 16, so that
 // a group of up to 160 rows reads its weights once and multiplies few rows for nothing; plain
-// mode 1 with 16-bit outputs only; off, the default), `ctas` (the persistent families' grid at most that many CTAs, a
+// mode 1 with 16-bit outputs only; off, the default), `strips` (on: the wgmma family's mode 2 runs
+// a group's tiles of one column tile in a row on one CTA, which loads the group's B once for them
+// where its k steps fit in shared memory, kernels/ragdot/strips.h; not with clusters or the
+// TMA-store epilogue; off, the default), `ctas` (the persistent families' grid at most that many CTAs, a
 // multiple of the cluster size: for a GPU shared with other work, and for tests of how tiles
 // spread over few CTAs; for the plan's launch). An unknown key or a value out of range is an error that names it, so
 // a typo never silently measures the default.
@@ -85,6 +95,7 @@ struct VariantSpec {
   std::optional<bool> tma_store;
   std::optional<bool> split_tail;
   std::optional<bool> swap_ab;
+  std::optional<bool> strips;
   std::optional<int> ctas;  // the persistent grid's CTAs at most (for the plan's launch)
   bool small_groups_on_wgmma = true;
   std::int64_t raster_bytes = 0;

@@ -1,0 +1,253 @@
+// Hopper family, weight gradient in strips (kStrips, mode 2; strips.h says why): a unit of work is
+// a run of 128 x kBN output tiles of one group and one column tile. Shared memory holds two rings:
+// A tiles (128 m x 64 k, one per k step of each output tile) and B slots (64 k x kBN, one per k
+// step). While the group's k steps fit in the B slots, the producer loads the strip's B once, at
+// its first tile, and only A for the tiles after; the consumers keep B's slots until the strip's
+// last tile is done. A group with more k steps streams B per k step, one tile per unit, through
+// the same slots. B's slots are taken in turn across units, so the next strip's B loads while
+// this one runs wherever the two strips' k steps fit in the slots together (four slots at bn 256:
+// two groups of up to 128 rows, two k steps each; deepseek-v3's groups are 128 +- 11 rows).
+//
+// The rest is the plain kernel's (wgmma.cuh): the tile counter and ring, the k steps' protocol,
+// the k tail past a group's end cleared in both operands, the register epilogue.
+#pragma once
+
+#include "ragdot/strips.h"
+#include "ragdot/wgmma.cuh"
+
+namespace ragdot {
+namespace hopper {
+
+// The two rings' full/empty barriers, at fixed shared-memory addresses (no registers hold them):
+// room for the most A tiles the override allows (8 stages) and the most B slots (bn 64).
+constexpr int kStripMaxAStages = 8, kStripMaxBSlots = ragdot_strip_b_slots(64);
+struct StripBarriers {
+  u64 full_a[kStripMaxAStages], empty_a[kStripMaxAStages];
+  u64 full_b[kStripMaxBSlots], empty_b[kStripMaxBSlots];
+};
+__shared__ __align__(8) StripBarriers strip_bars;
+
+template <class V, class Mma>
+struct Strips {
+  typedef Kernel<V, Mma> K;
+  static constexpr int kBM = 128, kBN = V::kBN, kBK = 64;
+  static constexpr int kAStages = V::kStages;                    // the ring of A tiles
+  static constexpr int kBSlots = ragdot_strip_b_slots(kBN);      // the ring of B's k steps
+  static constexpr int kABytes = kBM * kBK * 2, kBBytes = kBN * kBK * 2;
+  static constexpr int kAcc = K::kAcc;
+  typedef typename K::Sched Sched;
+  typedef typename K::O O;
+  static_assert(V::kStrips && V::kMode == 2 && V::kCluster == 1 && !V::kTmaStore && !V::kGatherA && !V::kSwapAB &&
+                    !V::kSplitTail && !V::kSwiglu && !V::kScatterOut,
+                "strips: the weight gradient on one CTA per unit, with the register epilogue");
+  static_assert(kBSlots >= 2 && kBSlots <= kStripMaxBSlots && kBSlots * kBBytes <= RAGDOT_STRIP_B_BYTES, "B's slots");
+  static_assert(kAStages >= 2 && kAStages <= kStripMaxAStages, "A's ring");
+
+  static __device__ __forceinline__ u32 full_a(u32 i) { return smem_address(&strip_bars.full_a[i % kAStages]); }
+  static __device__ __forceinline__ u32 empty_a(u32 i) { return smem_address(&strip_bars.empty_a[i % kAStages]); }
+  static __device__ __forceinline__ u32 full_b(u32 i) { return smem_address(&strip_bars.full_b[i % kBSlots]); }
+  static __device__ __forceinline__ u32 empty_b(u32 i) { return smem_address(&strip_bars.empty_b[i % kBSlots]); }
+
+  // A unit, looked up from its index: group, column, first m tile and count, k range.
+  struct Unit {
+    int group, n0, m_tile, count, k_steps;
+    int k_begin, k_len;
+    bool resident;  // B loaded once for all `count` tiles
+  };
+
+  static __device__ __forceinline__ int group_k_steps(const RagdotKernelParams& p, const Sched& s, int g, int& k_begin,
+                                                      int& k_len) {
+    k_begin = (int)((i64)s.starts[s.offset + g] * s.unit);
+    k_len = (int)((i64)s.starts[s.offset + g + 1] * s.unit - k_begin);
+    return (int)ceil_div(k_len, kBK);
+  }
+  static __device__ __forceinline__ int m_tiles(const RagdotKernelParams& p) { return (int)ceil_div(p.m, kBM); }
+
+  // Each group's units (strips.h), prefix-summed into the scheduler's tile prefix; the tile counter
+  // then hands out units. Every thread of the CTA.
+  static __device__ __forceinline__ void count_units(const RagdotKernelParams& p, Sched& s, i64* scratch) {
+    const int L = p.computed_groups, mt = m_tiles(p), nt = (int)s.n_tiles;
+    constexpr int kThreads = K::kThreads;
+    const int per = (L + kThreads - 1) / kThreads, first = (int)threadIdx.x * per, last = imin(first + per, L);
+    auto units = [&](int g) {
+      int b, len;
+      return (i64)ragdot_strip_units(group_k_steps(p, s, g, b, len), kBSlots, mt, nt);
+    };
+    i64 local = 0;
+    for (int g = first; g < last; ++g) local += units(g);
+    i64 total;
+    i64 run = block_exclusive_scan<kThreads>(local, scratch, total);
+    for (int g = first; g < last; ++g) {
+      s.tile_prefix[g] = (int)run;
+      run += units(g);
+    }
+    if (threadIdx.x == 0) s.tile_prefix[L] = (int)total;
+    s.total_tiles = total;
+    __syncthreads();
+  }
+
+  static __device__ __forceinline__ Unit unit(const RagdotKernelParams& p, const Sched& s, int u) {
+    int lo = 0, hi = p.computed_groups;  // tile_prefix[lo] <= u < tile_prefix[hi]
+    while (hi - lo > 1) {
+      const int mid = (lo + hi) >> 1;
+      if (s.tile_prefix[mid] <= u) lo = mid; else hi = mid;
+    }
+    Unit w;
+    w.group = lo;
+    w.k_steps = group_k_steps(p, s, lo, w.k_begin, w.k_len);
+    w.resident = ragdot_strip_resident(w.k_steps, kBSlots);
+    int n_tile;
+    ragdot_strip_unit(u - s.tile_prefix[lo], w.resident, m_tiles(p), &n_tile, &w.m_tile, &w.count);
+    w.n0 = n_tile * kBN;
+    return w;
+  }
+
+  static __device__ __forceinline__ void run(const RagdotKernelParams& p, const TensorMap* map_a, const TensorMap* map_b,
+                                             unsigned char* smem) {
+    __shared__ i64 scan_scratch[33];
+    Sched sched;
+    sched.init(p, 0, (int*)smem, scan_scratch);
+    count_units(p, sched, scan_scratch);
+    const u32 table_end = smem_address(smem) + (u32)Sched::smem_bytes(p.num_groups, p.computed_groups);
+    const u32 a_ring = (table_end + 1023u) & ~1023u, b_ring = a_ring + kAStages * kABytes;
+
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    if (threadIdx.x == 0) {
+      // full: the producer's expect_tx; empty: one arrival per consumer warpgroup
+      for (int s = 0; s < kAStages; ++s) mbar_init(full_a(s), 1), mbar_init(empty_a(s), 2);
+      for (int s = 0; s < kBSlots; ++s) mbar_init(full_b(s), 1), mbar_init(empty_b(s), 2);
+      for (int s = 0; s < kTileSlots; ++s) {
+        mbar_init(smem_address(&tile_ring.full[s]), 1);
+        mbar_init(smem_address(&tile_ring.empty[s]), K::kTileReaders);
+      }
+      asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+      prefetch_map(map_a);
+      prefetch_map(map_b);
+    }
+    __syncthreads();
+    if (warp < 4) {
+      regs_dealloc<56>();
+      if (warp == 0 && lane == 0) produce(p, sched, map_a, map_b, a_ring, b_ring);
+    } else {
+      regs_alloc<224>();
+      consume(p, sched, a_ring, b_ring, (threadIdx.x - 128) >> 7);
+    }
+  }
+
+  // One thread. `ia` counts A tiles, `ib` B slots, both across units.
+  static __device__ __forceinline__ void produce(const RagdotKernelParams& p, const Sched& sched, const TensorMap* map_a,
+                                                 const TensorMap* map_b, u32 a_ring, u32 b_ring) {
+    u32 ia = 0, ib = 0;
+    for (u32 n = 0;; ++n) {
+      const int t = K::next_tile(p, sched, n);
+      if (t < 0) break;
+      const Unit w = unit(p, sched, t);
+      for (int i = 0; i < w.count; ++i) {
+        const int m0 = (w.m_tile + i) * kBM;
+        for (int kt = 0; kt < w.k_steps; ++kt, ++ia) {
+          // A first: while a strip's B waits for the slots the strip before still holds, its
+          // first A tile loads. (Not all its A tiles first: with more k steps than A stages, the
+          // consumers would need this strip's B to free a stage, and the producer would wait.)
+          const int k0 = w.k_begin + kt * kBK;
+          const u32 full = full_a(ia);
+          mbar_wait(empty_a(ia), ((ia / kAStages) & 1) ^ 1);
+          mbar_expect_tx(full, kABytes);
+          const u32 dst = a_ring + (ia % kAStages) * kABytes;
+          K::load_a_half(dst, map_a, full, m0, k0, 0, 0);
+          K::load_a_half(dst, map_a, full, m0, k0, 1, 0);
+          if (i == 0 || !w.resident) {
+            const u32 b = ib + (u32)kt;
+            mbar_wait(empty_b(b), ((b / kBSlots) & 1) ^ 1);
+            mbar_expect_tx(full_b(b), kBBytes);
+            K::load_b(b_ring + (b % kBSlots) * kBBytes, map_b, full_b(b), w.n0, k0, 0, 0, 0);
+          }
+        }
+        if (!w.resident) ib += (u32)w.k_steps;
+      }
+      if (w.resident) ib += (u32)w.k_steps;
+    }
+  }
+
+  // Rows [valid, 64) of `chunks` 64-wide chunks at `addr` (a k step past the group's end), cleared
+  // by the 256 consumer threads as K::zero_k_tail does; no fence or barrier here.
+  static __device__ __forceinline__ void clear_k_tail(u32 addr, int chunks, int valid) {
+    const int lines = kBK - valid, pieces = lines * chunks * 8;
+    for (int i = (int)threadIdx.x - 128; i < pieces; i += 256) {
+      const int piece = i & 7, line = (i >> 3) % lines, chunk = (i >> 3) / lines;
+      const u32 at = addr + chunk * (kBK * 128) + (valid + line) * 128 + piece * 16;
+      asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(at), "r"(0) : "memory");
+    }
+  }
+
+  static __device__ __forceinline__ void consume(const RagdotKernelParams& p, const Sched& sched, u32 a_ring,
+                                                 u32 b_ring, int wg) {
+    const int tid = threadIdx.x & 127, warp = tid >> 5, lane = tid & 31;
+    O* out = (O*)p.out;
+    u32 ia = 0, ib = 0;
+    float acc[kAcc];
+    for (u32 n = 0;; ++n) {
+      const int t = K::take_tile(n);
+      if (t < 0) break;
+      const Unit w = unit(p, sched, t);
+      for (int i = 0; i < w.count; ++i) {
+        // zeroed on every path (see K::consume)
+#pragma unroll
+        for (int j = 0; j < kAcc; ++j) acc[j] = 0.0f;
+        if (w.k_steps > 0) {
+          K::k_protocol(
+              0, w.k_steps, ia, acc,
+              [&](u32 a, int kt) {
+                mbar_wait(full_a(a), (a / kAStages) & 1);
+                const u32 b = ib + (u32)kt;
+                mbar_wait(full_b(b), (b / kBSlots) & 1);
+              },
+              [&](u32 a, int kt) {
+                // the group ends inside this k step: its rows past the end are the next group's
+                // (or past the tensor), cleared in A's tile and, the first time B's slot is used, in B
+                const int valid = imin(w.k_len - kt * kBK, kBK);
+                if (valid < kBK) {
+                  clear_k_tail(a_ring + (a % kAStages) * kABytes, 2, valid);
+                  if (i == 0 || !w.resident) clear_k_tail(b_ring + ((ib + (u32)kt) % kBSlots) * kBBytes, kBN / 64, valid);
+                  fence_async_shared();
+                  consumers_sync();
+                }
+              },
+              [&](u32 a, int kt) {
+                const u32 a_tile = a_ring + (a % kAStages) * kABytes + wg * (64 * 128);
+                const u32 b_tile = b_ring + ((ib + (u32)kt) % kBSlots) * kBBytes;
+#pragma unroll
+                for (int ks = 0; ks < kBK / 16; ++ks)
+                  Mma::run(acc, smem_desc(a_tile + ks * 2048, kBK * 128, 1024), smem_desc(b_tile + ks * 2048, kBK * 128, 1024),
+                           1);
+              },
+              [&](u32 a, int kt) {
+                if (tid == 0) {
+                  mbar_arrive(empty_a(a));
+                  if (!w.resident) mbar_arrive(empty_b(ib + (u32)kt));
+                }
+              });
+          if (!w.resident) {
+            ib += (u32)w.k_steps;
+          } else if (i == w.count - 1 && tid == 0) {
+            // the strip's last tile is done with B (k_protocol waited for its wgmma): the slots go
+            // back before the epilogue, so that the next strip's B loads meanwhile
+            for (int kt = 0; kt < w.k_steps; ++kt) mbar_arrive(empty_b(ib + (u32)kt));
+          }
+        }
+        // epilogue (an empty group's tiles are zeros)
+        Tile tile;
+        tile.m0 = (i64)(w.m_tile + i) * kBM;
+        tile.n0 = w.n0;
+        tile.group = w.group;
+        const i64 rows_here = imin((i64)kBM, p.m - tile.m0) - wg * 64;
+        O* otile = out + tile_out_offset<2>(p, tile) + wg * 64 * p.out_m;
+        K::template store_tile<kBN>(otile, p.out_m, warp * 16 + (lane >> 2), lane, rows_here, p.n - tile.n0, acc,
+                                    typename V::Out());
+      }
+      if (w.resident) ib += (u32)w.k_steps;
+    }
+  }
+};
+
+}  // namespace hopper
+}  // namespace ragdot
