@@ -382,6 +382,20 @@ int main(int argc, char** argv) {
                     "\", \"error\": \"" + json_escape(t.error) + "\"}";
     }
 
+    // ragdot with the weights stored [E, N, K], PyTorch's layout (nn.Linear's [out, in]; the
+    // torch._grouped_mm peer gets it too): the same bytes read as that layout, for the time only
+    BackendTiming nk_t;
+    nk_t.error = "mode 1 only";
+    if (bc.mode == 1) {
+      RaggedDotSpec nk = spec;
+      nk.rhs = {DType::kBF16, {E, N, K}};
+      nk.dims.dot.rhs_contracting = {2};
+      auto op_nk = RaggedDot::create(nk);
+      if (op_nk.ok()) nk_t = time_backend(*op_nk, po, args, stream, reps);
+      else nk_t.error = op_nk.status().to_string();
+      std::fprintf(stderr, "  ragdot, weights [E, N, K] %8.3f ms  %s%s\n", nk_t.ms, nk_t.variant.c_str(), nk_t.error.c_str());
+    }
+
     // ragdot's vendor-library backend and its GPU padded baseline (dropless: capacity = the largest group)
     const BackendTiming cublas_t = !peers ? BackendTiming{} : time_backend(*op, [] {
       PlanOptions o;
@@ -462,16 +476,19 @@ int main(int argc, char** argv) {
                      "\"max_group\": %lld, \"flops\": %.6g, \"min_bytes\": %.6g, \"variant\": \"%s\", "
                      "\"plan_compile_ms\": %.2f, \"plan_disk_cache_ms\": %.3f, \"plan_memory_cache_ms\": %.3f, "
                      "\"ms\": {\"ragdot\": %.5f, \"dense_roof\": %.5f, \"per_expert_loop\": %.5f, "
-                     "\"cublas_grouped\": %.5f, \"ragdot_cublas\": %.5f, \"ragdot_padded_gpu\": %.5f}, "
+                     "\"cublas_grouped\": %.5f, \"ragdot_cublas\": %.5f, \"ragdot_padded_gpu\": %.5f, "
+                     "\"ragdot_weights_nk\": %.5f}, "
                      "\"bridge_ms\": {\"ragdot_cublas\": %.5f, \"ragdot_padded_gpu\": %.5f}, "
-                     "\"variants\": {\"ragdot_cublas\": \"%s\", \"ragdot_padded_gpu\": \"%s\"}, "
+                     "\"variants\": {\"ragdot_cublas\": \"%s\", \"ragdot_padded_gpu\": \"%s\", "
+                     "\"ragdot_weights_nk\": \"%s\"}, "
                      "\"errors\": {\"ragdot_cublas\": \"%s\", \"ragdot_padded_gpu\": \"%s\"}, \"sweep\": [%s], "
                      "\"group_sizes\": [",
                  first_case ? "" : ",\n", bc.name.c_str(), bc.preset.c_str(), (long long)bc.tokens, bc.gemm.c_str(),
                  bc.mode, bc.skew, (long long)M, (long long)K, (long long)N, (long long)E, (long long)active,
                  (long long)max_rows, flops, bytes, json_escape(plan->variant()).c_str(), plan_first_ms, plan_disk_ms,
-                 plan_mem_ms, ragdot_ms, dense_ms, loop_ms, grouped_ms, cublas_t.ms, padded_t.ms, cublas_t.bridge_ms,
-                 padded_t.bridge_ms, json_escape(cublas_t.variant).c_str(), json_escape(padded_t.variant).c_str(),
+                 plan_mem_ms, ragdot_ms, dense_ms, loop_ms, grouped_ms, cublas_t.ms, padded_t.ms, nk_t.ms,
+                 cublas_t.bridge_ms, padded_t.bridge_ms, json_escape(cublas_t.variant).c_str(),
+                 json_escape(padded_t.variant).c_str(), json_escape(nk_t.variant).c_str(),
                  json_escape(cublas_t.error).c_str(), json_escape(padded_t.error).c_str(), sweep_json.c_str());
     for (std::size_t i = 0; i < sizes.size(); ++i) std::fprintf(js, "%s%lld", i ? ", " : "", (long long)sizes[i]);
     std::fprintf(js, "]}");

@@ -46,8 +46,9 @@ def main():
     json.dump({"date": bench["date"], "device": bench["device"], "commit": a.commit, "rows": rows, "failed": failed},
               open(a.json, "w"), indent=1)
 
-    peers = ["ragdot_cublas", "ragdot_padded_gpu", "dense_roof", "torch_grouped_mm", "cublas_grouped",
-             "per_expert_loop", "padded", "jax_ragged_dot"]
+    # ragdot_weights_nk: ragdot itself with the weights stored [E, N, K], the layout the torch peer gets
+    peers = ["ragdot_weights_nk", "ragdot_cublas", "ragdot_padded_gpu", "dense_roof", "torch_grouped_mm",
+             "cublas_grouped", "per_expert_loop", "padded", "jax_ragged_dot"]
     def f(x, d=0):
         return "—" if x is None else f"{x:.{d}f}"
     lines = [f"GPU: {bench['device']}, {bench['date']}, commit {a.commit or '?'}; TFLOP/s on useful FLOPs "
