@@ -7,15 +7,23 @@
 #
 #   OUT=/some/dir scripts/gpu_profile.sh [--cases "mixtral prefill up|deepseek-v3 prefill up"]
 #                                        [--sweep "bn=128;bn=256,stages=3"] [--no-ncu]
+#                                        [--variants "cluster=2;swap=ab"] [--torch]
+#
+# --variants also profiles ragdot's kernel under each RAGDOT_CUDA_VARIANT override on every case
+# (ncu_<case>__<spec>.txt): what a variant changes in L2 bytes, throughput and stalls, beside the
+# planner's choice. --torch profiles torch._grouped_mm's kernel (CUTLASS) on the first case
+# (ncu_torch.txt): the peer's kernel of the same shapes and group sizes, weights [E, N, K].
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . scripts/gpu_log.sh profile_log.txt
 cases="mixtral prefill up|deepseek-v3 prefill up|deepseek-v3 wgrad up|qwen3 prefill up|mixtral decode up"
-sweep="" run_ncu=1
+sweep="" run_ncu=1 variants="" torch=0
 while [ $# -gt 0 ]; do
   case $1 in
     --cases) cases=$2; shift ;;
     --sweep) sweep=$2; shift ;;
+    --variants) variants=$2; shift ;;
+    --torch) torch=1 ;;
     --no-ncu) run_ncu=0 ;;
   esac
   shift
@@ -36,6 +44,17 @@ if [ $run_ncu = 1 ]; then
       --metrics dram__bytes_read.sum,dram__bytes_write.sum,lts__t_bytes.sum \
       "$BIN/gpu_bench" --only "$c" --reps 3 --no-peers --json /tmp/profile_bench.json > "$OUT/ncu_$slug.txt" 2>&1
     echo "ncu $c exit $?" >> "$LOG"
+    IFS=';' read -r -a specs <<< "$variants"
+    for spec in "${specs[@]}"; do
+      [ -n "$spec" ] || continue
+      say "ncu: $c under $spec"
+      # shellcheck disable=SC2086
+      RAGDOT_CUDA_VARIANT=$spec timeout 240 ncu --clock-control none --kernel-name ragdot_group_gemm --launch-skip 3 \
+        --launch-count 1 $sections --metrics dram__bytes_read.sum,dram__bytes_write.sum,lts__t_bytes.sum \
+        "$BIN/gpu_bench" --only "$c" --reps 3 --no-peers --json /tmp/profile_bench.json \
+        > "$OUT/ncu_${slug}__$(echo "$spec" | tr -c 'A-Za-z0-9_.-' '_').txt" 2>&1
+      echo "ncu $c under $spec exit $?" >> "$LOG"
+    done
   done
   # the dense cuBLAS GEMM of the first case: what the same FLOPs look like on the vendor's kernel
   say "ncu: dense roof of ${list[0]}"
@@ -44,6 +63,18 @@ if [ $run_ncu = 1 ]; then
     --launch-count 1 $sections --metrics dram__bytes_read.sum,dram__bytes_write.sum,lts__t_bytes.sum \
     "$BIN/gpu_bench" --only "${list[0]}" --reps 3 --no-peers --json /tmp/profile_bench.json > "$OUT/ncu_dense.txt" 2>&1
   echo "ncu dense exit $?" >> "$LOG"
+  if [ $torch = 1 ]; then
+    # the peer's grouped GEMM on the first case's shapes and group sizes (gpu_peers.py reads them
+    # from gpu_bench's JSON; its other kernels, cuBLAS and PyTorch's own, do not match the name)
+    say "ncu: torch._grouped_mm on ${list[0]}"
+    timeout 120 "$BIN/gpu_bench" --only "${list[0]}" --reps 3 --no-peers --json /tmp/profile_case.json > /dev/null 2>&1
+    # shellcheck disable=SC2086
+    timeout 300 ncu --clock-control none --kernel-name regex:'device_kernel|cutlass' --launch-skip 3 --launch-count 1 \
+      $sections --metrics dram__bytes_read.sum,dram__bytes_write.sum,lts__t_bytes.sum \
+      python3 bench/gpu_peers.py --cases /tmp/profile_case.json --out /tmp/profile_peers.json --reps 5 \
+      > "$OUT/ncu_torch.txt" 2>&1
+    echo "ncu torch exit $?" >> "$LOG"
+  fi
 fi
 
 if [ -n "$sweep" ]; then
