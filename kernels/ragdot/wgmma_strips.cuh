@@ -144,24 +144,30 @@ struct Strips {
       const Unit w = unit(p, sched, t);
       for (int i = 0; i < w.count; ++i) {
         const int m0 = (w.m_tile + i) * kBM;
-        for (int kt = 0; kt < w.k_steps; ++kt, ++ia) {
-          // A first: while a strip's B waits for the slots the strip before still holds, its
-          // first A tile loads. (Not all its A tiles first: with more k steps than A stages, the
-          // consumers would need this strip's B to free a stage, and the producer would wait.)
-          const int k0 = w.k_begin + kt * kBK;
-          const u32 full = full_a(ia);
-          mbar_wait(empty_a(ia), ((ia / kAStages) & 1) ^ 1);
+        auto load_a = [&](int kt) {
+          const u32 a = ia + (u32)kt, full = full_a(a), dst = a_ring + (a % kAStages) * kABytes;
+          mbar_wait(empty_a(a), ((a / kAStages) & 1) ^ 1);
           mbar_expect_tx(full, kABytes);
-          const u32 dst = a_ring + (ia % kAStages) * kABytes;
-          K::load_a_half(dst, map_a, full, m0, k0, 0, 0);
-          K::load_a_half(dst, map_a, full, m0, k0, 1, 0);
-          if (i == 0 || !w.resident) {
-            const u32 b = ib + (u32)kt;
-            mbar_wait(empty_b(b), ((b / kBSlots) & 1) ^ 1);
-            mbar_expect_tx(full_b(b), kBBytes);
-            K::load_b(b_ring + (b % kBSlots) * kBBytes, map_b, full_b(b), w.n0, k0, 0, 0, 0);
-          }
+          K::load_a_half(dst, map_a, full, m0, w.k_begin + kt * kBK, 0, 0);
+          K::load_a_half(dst, map_a, full, m0, w.k_begin + kt * kBK, 1, 0);
+        };
+        auto load_b = [&](int kt) {
+          const u32 b = ib + (u32)kt;
+          mbar_wait(empty_b(b), ((b / kBSlots) & 1) ^ 1);
+          mbar_expect_tx(full_b(b), kBBytes);
+          K::load_b(b_ring + (b % kBSlots) * kBBytes, map_b, full_b(b), w.n0, w.k_begin + kt * kBK, 0, 0, 0);
+        };
+        // B's slots may still be held by the strip before (they go back after its last tile): A
+        // runs `lag` k steps ahead of B, so that A's tiles load meanwhile. A step j needs the
+        // consumers to free step j - kAStages, which needs B of step j - kAStages + 1: issued at
+        // least one step before, as lag <= kAStages - 2.
+        const bool with_b = i == 0 || !w.resident;
+        const int lag = with_b ? kAStages - 2 : 0;
+        for (int j = 0; j < w.k_steps + lag; ++j) {
+          if (j < w.k_steps) load_a(j);
+          if (with_b && j >= lag) load_b(j - lag);
         }
+        ia += (u32)w.k_steps;
         if (!w.resident) ib += (u32)w.k_steps;
       }
       if (w.resident) ib += (u32)w.k_steps;

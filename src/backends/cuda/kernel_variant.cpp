@@ -78,7 +78,7 @@ int wgmma_stages(int bn, const DeviceTraits& d, bool tma_store = false, int bm =
 
 // Weight-gradient strips (kernels/ragdot/strips.h): a ring of A tiles (128 x 64) beside B's slots
 // of k steps (RAGDOT_STRIP_B_BYTES), as deep as fits beside the scheduler table of `groups` groups
-// (-1: the largest; 4 A tiles then, 5 for tables of up to ~4500 groups, 6 up to ~480).
+// (-1: the largest; 4 A tiles then, 5 for tables of up to ~4300 groups, 6 up to ~220).
 constexpr std::int64_t kStripATileBytes = 128 * 64 * 2;
 int strip_stages(const DeviceTraits& d, std::int64_t groups = -1) {
   for (int s = 6; s >= 2; --s)
