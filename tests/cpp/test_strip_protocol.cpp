@@ -1,119 +1,81 @@
 // The weight-gradient strips' barrier protocol (kernels/ragdot/wgmma_strips.cuh), played out on the
-// host: the producer thread and the two consumer warpgroups of one CTA as sequences of mbarrier
-// operations, in the order the kernel issues them, and the TMA loads landing later, interleaved
-// at random. Each run must finish (no wait that nothing will ever satisfy), every wgmma must find
-// the tile it expects in its A stage and B slot, and no slot may be refilled before its last
-// reader let it go. The mbarrier model is PTX's: a phase completes when its pending arrivals and
-// transaction bytes reach zero, and a parity wait passes once the phase of that parity is done.
-// The unit geometry comes from kernels/ragdot/strips.h itself; the loops mirror the kernel's (an
-// edit to the kernel's order of loads or releases belongs here too). The model is sharp at the
-// kernel's bound: A run kAStages - 1 steps ahead of B, one more than the kernel allows, deadlocks
-// in the first test.
+// host (barrier_model.hpp): the producer thread and the eight warps of the two consumer warpgroups
+// of one CTA as sequences of mbarrier operations, in the order the kernel issues them, and the TMA
+// loads landing later, interleaved at random (some runs with one warp slow). Each run must finish (no wait that nothing will ever satisfy),
+// every wgmma must find the tile it expects in its A stage and B slot, and no slot may be refilled
+// before its last reader let it go. The unit geometry comes from kernels/ragdot/strips.h itself;
+// the loops mirror the kernel's (an edit to the kernel's order of loads or releases belongs here
+// too). The model is sharp at the kernel's bound: A run kAStages - 1 steps ahead of B, one more
+// than the kernel allows, deadlocks in the first test.
 #include <gtest/gtest.h>
 
 #include <cstdint>
-#include <deque>
-#include <functional>
-#include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "barrier_model.hpp"
 #include "ragdot/strips.h"
 
 namespace {
 
-struct Barrier {
-  int count = 1, pending = 1, phase = 0;
-  long long tx = 0;
-  void arrive() {
-    --pending;
-    settle();
-  }
-  void settle() {
-    if (pending == 0 && tx == 0) ++phase, pending = count;
-  }
-  // mbarrier.try_wait.parity: the phase of parity `p` has completed (a fresh barrier: parity 1)
-  bool passed(int p) const { return (phase & 1) != p; }
-};
+using namespace ragdot::barrier_model;  // Barrier, NamedBarrier, Program, TileRing, World, play
 
-// One step of an actor: `ready` says whether it can run now, `run` does it.
-struct Op {
-  std::function<bool()> ready;
-  std::function<void()> run;
-};
-
-struct Cta {
-  int a_stages, b_slots;
-  std::vector<Barrier> full_a, empty_a, full_b, empty_b, ring_full, ring_empty;
-  std::vector<long long> a_tag, b_tag;  // what each stage / slot holds (-1: nothing yet)
-  std::vector<int> ring;
-  int sync_arrived = 0, sync_generation = 0;
-  struct Landing {
-    Barrier* bar;
-    long long* slot;
-    long long tag;
-  };
-  std::deque<Landing> in_flight;  // TMA loads issued, not landed
-  std::string failure;
-
-  Cta(int a, int b) : a_stages(a), b_slots(b), full_a(a), empty_a(a), full_b(b), empty_b(b), ring_full(4),
-                      ring_empty(4), a_tag(a, -1), b_tag(b, -1), ring(4, -2) {
-    for (auto* v : {&empty_a, &empty_b})
-      for (auto& bar : *v) bar.count = bar.pending = 2;  // one arrival per consumer warpgroup
-    for (auto& bar : ring_empty) bar.count = bar.pending = 2;
-  }
-};
-
-long long ll(std::size_t n) { return static_cast<long long>(n); }
-long long tag_a(long long unit, int tile, int kt) { return (unit * 64 + tile) * 1024 + kt; }
-long long tag_b(long long unit, int tile, int kt) { return ((unit * 64 + tile) * 1024 + kt) * 2 + 1; }
+long long tag_a(std::size_t unit, int tile, int kt) { return (static_cast<long long>(unit) * 64 + tile) * 1024 + kt; }
+long long tag_b(std::size_t unit, int tile, int kt) { return tag_a(unit, tile, kt) * 2 + 1; }
 
 struct Unit {
   int k_steps, count;
   bool resident;
 };
 
-// The producer's operations, as Strips::produce issues them (its tile ring as next_tile's);
-// `a_first`: every A tile of a tile before its B instead (an order the kernel must not use).
-std::vector<Op> producer(Cta& c, const std::vector<Unit>& units, bool a_first = false) {
-  std::vector<Op> ops;
-  const int P = c.a_stages, R = c.b_slots;
-  auto wait = [&ops](std::vector<Barrier>* v, int i, int parity) {
-    ops.push_back({[v, i, parity] { return (*v)[std::size_t(i)].passed(parity); }, [] {}});
-  };
-  auto load = [&c, &ops](std::vector<Barrier>* full, std::vector<long long>* slots, int i, long long tag) {
-    ops.push_back({[] { return true; }, [&c, full, slots, i, tag] {
-                     Barrier& b = (*full)[std::size_t(i)];
-                     b.tx += 1;  // arrive.expect_tx, then the copy
-                     b.arrive();
-                     c.in_flight.push_back({&b, &(*slots)[std::size_t(i)], tag});
-                   }});
-  };
+// One CTA's shared memory: both rings' barriers and what each stage or slot holds, the tile ring,
+// the consumers' named barrier (bar.sync 1, 256).
+struct Cta {
+  int a_stages, b_slots;
+  std::vector<Barrier> full_a, empty_a, full_b, empty_b;
+  std::vector<long long> a_tag, b_tag;
+  TileRing ring{8};  // every consumer warp reads a slot
+  NamedBarrier consumers, wgmma[2];  // bar.sync 1, 256 (eight warps); each warpgroup's wgmma issue
+
+  Cta(int a, int b)
+      : a_stages(a), b_slots(b), full_a(std::size_t(a)), empty_a(std::size_t(a)), full_b(std::size_t(b)),
+        empty_b(std::size_t(b)), a_tag(std::size_t(a), -1), b_tag(std::size_t(b), -1) {
+    for (auto* v : {&empty_a, &empty_b})
+      for (auto& bar : *v) bar.init(2);  // thread 0 of each consumer warpgroup
+    consumers.count = 8;
+    wgmma[0].count = wgmma[1].count = 4;
+  }
+};
+
+// Deliberate mistakes, to show the model catches them: `a_first` loads all of a tile's A before
+// its B; `b_back_each_tile` gives a resident strip's B slots back after every tile.
+struct Mistakes {
+  bool a_first = false, b_back_each_tile = false;
+};
+
+// The producer, as Strips::produce issues its operations (and next_tile its ring slots).
+Program producer(World& world, Cta& c, const std::vector<Unit>& units, Mistakes m) {
+  Program p{&world, {}};
+  const std::uint32_t P = std::uint32_t(c.a_stages), R = std::uint32_t(c.b_slots);
   std::uint32_t ia = 0, ib = 0;
   for (std::size_t n = 0; n <= units.size(); ++n) {
-    const int s = int(n % 4), ph = int((n / 4) & 1);
-    wait(&c.ring_empty, s, ph ^ 1);
-    const int value = n < units.size() ? int(n) : -1;
-    ops.push_back({[] { return true; }, [&c, s, value] {
-                     c.ring[std::size_t(s)] = value;
-                     c.ring_full[std::size_t(s)].arrive();
-                   }});
+    p.ring_put(&c.ring, n, n < units.size() ? static_cast<long long>(n) : -1);
     if (n == units.size()) break;
     const Unit& w = units[n];
     for (int i = 0; i < w.count; ++i) {
       const bool with_b = i == 0 || !w.resident;
-      const int lag = !with_b ? 0 : a_first ? w.k_steps : P - 2;
+      const int lag = !with_b ? 0 : m.a_first ? w.k_steps : c.a_stages - 2;
       for (int j = 0; j < w.k_steps + lag; ++j) {
         if (j < w.k_steps) {
           const std::uint32_t a = ia + std::uint32_t(j);
-          wait(&c.empty_a, int(a % P), int((a / P) & 1) ^ 1);
-          load(&c.full_a, &c.a_tag, int(a % P), tag_a(ll(n), i, j));
+          p.wait(&c.empty_a[a % P], int((a / P) & 1) ^ 1);
+          p.load(&c.full_a[a % P], &c.a_tag[a % P], tag_a(n, i, j));
         }
         if (with_b && j >= lag) {
           const std::uint32_t b = ib + std::uint32_t(j - lag);
-          wait(&c.empty_b, int(b % R), int((b / R) & 1) ^ 1);
-          load(&c.full_b, &c.b_tag, int(b % R), tag_b(ll(n), w.resident ? 0 : i, j - lag));
+          p.wait(&c.empty_b[b % R], int((b / R) & 1) ^ 1);
+          p.load(&c.full_b[b % R], &c.b_tag[b % R], tag_b(n, w.resident ? 0 : i, j - lag));
         }
       }
       ia += std::uint32_t(w.k_steps);
@@ -121,122 +83,77 @@ std::vector<Op> producer(Cta& c, const std::vector<Unit>& units, bool a_first = 
     }
     if (w.resident) ib += std::uint32_t(w.k_steps);
   }
-  return ops;
+  return p;
 }
 
-// One consumer warpgroup's operations, as Strips::consume and Kernel::k_protocol issue them
-// (thread 0's arrivals; wgmma's reads at issue, checked again when the step is released).
-// `partial`: whether a unit's last k step runs past its group (the tail is cleared, both
-// warpgroups meeting at a named barrier).
-// `b_back_each_tile`: a resident strip's B slots released after every tile, not after its last
-// (a protocol the kernel must not use).
-std::vector<Op> consumer(Cta& c, const std::vector<Unit>& units, const std::vector<bool>& partial,
-                         bool b_back_each_tile = false) {
-  std::vector<Op> ops;
-  const int P = c.a_stages, R = c.b_slots;
-  auto wait = [&ops](std::vector<Barrier>* v, int i, int parity) {
-    ops.push_back({[v, i, parity] { return (*v)[std::size_t(i)].passed(parity); }, [] {}});
-  };
-  auto check = [&c, &ops](std::vector<long long>* slots, int i, long long tag, const char* what) {
-    ops.push_back({[] { return true; }, [&c, slots, i, tag, what] {
-                     if ((*slots)[std::size_t(i)] != tag && c.failure.empty())
-                       c.failure = std::string(what) + " slot " + std::to_string(i) + " holds " +
-                                   std::to_string((*slots)[std::size_t(i)]) + ", expected " + std::to_string(tag);
-                   }});
-  };
-  auto arrive = [&ops](std::vector<Barrier>* v, int i) {
-    ops.push_back({[] { return true; }, [v, i] { (*v)[std::size_t(i)].arrive(); }});
-  };
+// One warp (0..3) of consumer warpgroup `wg`, as Strips::consume and Kernel::k_protocol issue its
+// operations: every warp waits; wgmma is the warpgroup's four warps together, its reads of the
+// stage and slot checked when the last of them issues; thread 0 (warp 0) arrives, checking first
+// that the slots it gives back still hold what was read. `partial`: whether a unit's last k step
+// runs past its group (the tail is cleared, the two warpgroups' eight warps meeting).
+Program consumer(World& world, Cta& c, const std::vector<Unit>& units, const std::vector<bool>& partial, Mistakes m,
+                 int wg, int warp) {
+  Program p{&world, {}};
+  const std::uint32_t P = std::uint32_t(c.a_stages), R = std::uint32_t(c.b_slots);
+  World* wld = &world;
   std::uint32_t ia = 0, ib = 0;
   for (std::size_t n = 0; n <= units.size(); ++n) {
-    const int s = int(n % 4), ph = int((n / 4) & 1);
-    wait(&c.ring_full, s, ph);
-    const int expect = n < units.size() ? int(n) : -1;
-    ops.push_back({[] { return true; }, [&c, s, expect] {
-                     if (c.ring[std::size_t(s)] != expect && c.failure.empty())
-                       c.failure = "tile ring slot " + std::to_string(s) + " holds " +
-                                   std::to_string(c.ring[std::size_t(s)]) + ", expected " + std::to_string(expect);
-                   }});
-    arrive(&c.ring_empty, s);
+    p.ring_take(&c.ring, n, n < units.size() ? static_cast<long long>(n) : -1);
     if (n == units.size()) break;
     const Unit& w = units[n];
     for (int i = 0; i < w.count; ++i) {
       auto release = [&](std::uint32_t a, int kt) {
-        check(&c.a_tag, int(a % P), tag_a(ll(n), i, kt), "A (at release)");
-        arrive(&c.empty_a, int(a % P));
+        if (warp != 0) return;
+        p.check(&c.a_tag[a % P], tag_a(n, i, kt), "A stage at its release");
+        p.arrive(&c.empty_a[a % P]);
         if (!w.resident) {
           const std::uint32_t b = ib + std::uint32_t(kt);
-          check(&c.b_tag, int(b % R), tag_b(ll(n), i, kt), "B (at release)");
-          arrive(&c.empty_b, int(b % R));
+          p.check(&c.b_tag[b % R], tag_b(n, i, kt), "B slot at its release");
+          p.arrive(&c.empty_b[b % R]);
         }
       };
       for (int kt = 0; kt < w.k_steps; ++kt, ++ia) {
         const std::uint32_t b = ib + std::uint32_t(kt);
-        wait(&c.full_a, int(ia % P), int((ia / P) & 1));
-        wait(&c.full_b, int(b % R), int((b / R) & 1));
-        if (partial[n] && kt == w.k_steps - 1) {  // consumers_sync: both warpgroups meet
-          auto generation = std::make_shared<int>(-1);
-          ops.push_back({[] { return true; }, [&c, generation] {
-                           *generation = c.sync_generation;
-                           if (++c.sync_arrived == 2) c.sync_arrived = 0, ++c.sync_generation;
-                         }});
-          ops.push_back({[&c, generation] { return c.sync_generation > *generation; }, [] {}});
-        }
-        check(&c.a_tag, int(ia % P), tag_a(ll(n), i, kt), "A");
-        check(&c.b_tag, int(b % R), tag_b(ll(n), w.resident ? 0 : i, kt), "B");
+        p.wait(&c.full_a[ia % P], int((ia / P) & 1));
+        p.wait(&c.full_b[b % R], int((b / R) & 1));
+        if (partial[n] && kt == w.k_steps - 1) p.sync(&c.consumers);
+        const long long* a_slot = &c.a_tag[ia % P];
+        const long long* b_slot = &c.b_tag[b % R];
+        const long long want_a = tag_a(n, i, kt), want_b = tag_b(n, w.resident ? 0 : i, kt);
+        p.sync(&c.wgmma[wg], [wld, a_slot, b_slot, want_a, want_b] {
+          if (*a_slot != want_a) wld->fail("A stage at wgmma holds " + std::to_string(*a_slot));
+          if (*b_slot != want_b) wld->fail("B slot at wgmma holds " + std::to_string(*b_slot));
+        });
         if (kt > 0) release(ia - 1, kt - 1);
       }
       if (w.k_steps > 0) release(ia - 1, w.k_steps - 1);
       if (!w.resident) {
         ib += std::uint32_t(w.k_steps);
-      } else if (i == w.count - 1 || b_back_each_tile) {
+      } else if ((i == w.count - 1 || m.b_back_each_tile) && warp == 0) {
         for (int kt = 0; kt < w.k_steps; ++kt) {
           const std::uint32_t b = ib + std::uint32_t(kt);
-          check(&c.b_tag, int(b % R), tag_b(ll(n), 0, kt), "resident B (at release)");
-          arrive(&c.empty_b, int(b % R));
+          p.check(&c.b_tag[b % R], tag_b(n, 0, kt), "resident B slot at its release");
+          p.arrive(&c.empty_b[b % R]);
         }
       }
+      // the epilogue: register stores, no barrier (the warps may drift apart here)
     }
     if (w.resident) ib += std::uint32_t(w.k_steps);
   }
-  return ops;
+  return p;
 }
 
-// Plays the CTA out with a random interleaving; returns "" or what went wrong.
+// `slow`: warp `slow % 4` of warpgroup `slow / 4` runs at a tenth of the others' pace, or none (-1).
 std::string play(int a_stages, int b_slots, const std::vector<Unit>& units, const std::vector<bool>& partial,
-                 std::uint64_t seed, bool a_first = false, bool b_back_each_tile = false) {
+                 std::uint64_t seed, Mistakes m = {}, int slow = -1) {
+  World world;
   Cta c(a_stages, b_slots);
-  std::vector<std::vector<Op>> actors = {producer(c, units, a_first), consumer(c, units, partial, b_back_each_tile),
-                                         consumer(c, units, partial, b_back_each_tile)};
-  std::vector<std::size_t> at(actors.size(), 0);
-  std::mt19937_64 rng(seed);
-  for (;;) {
-    std::vector<int> runnable;
-    for (std::size_t a = 0; a < actors.size(); ++a)
-      if (at[a] < actors[a].size() && actors[a][at[a]].ready()) runnable.push_back(int(a));
-    const bool can_land = !c.in_flight.empty();
-    if (runnable.empty() && !can_land) {
-      for (std::size_t a = 0; a < actors.size(); ++a)
-        if (at[a] < actors[a].size())
-          return "deadlock: actor " + std::to_string(a) + " waits at operation " + std::to_string(at[a]) + " of " +
-                 std::to_string(actors[a].size());
-      return c.failure;
-    }
-    const std::size_t choice = rng() % (runnable.size() + (can_land ? 1 : 0));
-    if (choice == runnable.size()) {  // the oldest load in flight lands (TMA completes in any order:
-      // pick any, the order of landings is not the order of issue)
-      const std::size_t k = rng() % c.in_flight.size();
-      const Cta::Landing l = c.in_flight[k];
-      c.in_flight.erase(c.in_flight.begin() + std::ptrdiff_t(k));
-      *l.slot = l.tag;
-      l.bar->tx -= 1;
-      l.bar->settle();
-    } else {
-      const int a = runnable[choice];
-      actors[std::size_t(a)][at[std::size_t(a)]++].run();
-    }
-    if (!c.failure.empty()) return c.failure;
-  }
+  std::vector<Program> programs = {producer(world, c, units, m)};
+  for (int wg = 0; wg < 2; ++wg)
+    for (int warp = 0; warp < 4; ++warp) programs.push_back(consumer(world, c, units, partial, m, wg, warp));
+  std::vector<double> speeds(programs.size(), 1.0);
+  if (slow >= 0) speeds[std::size_t(1 + slow % 8)] = 0.1;
+  return ragdot::barrier_model::play(world, programs, seed, speeds);
 }
 
 // One CTA's units from random group sizes: every `stride`-th unit of the in-order hand-out, from
@@ -278,7 +195,8 @@ TEST(StripProtocol, EveryInterleavingFinishesAndReadsWhatWasLoaded) {
         std::vector<bool> partial;
         const std::vector<Unit> units = cta_units(rows, bn, m_tiles, n_tiles, int(rng() % stride), stride, &partial);
         for (const Unit& u : units) (u.resident ? resident_units : streamed_units)++;
-        const std::string result = play(a_stages, ragdot_strip_b_slots(bn), units, partial, rng());
+        const int slow = int(rng() % 9) - 1;
+        const std::string result = play(a_stages, ragdot_strip_b_slots(bn), units, partial, rng(), {}, slow);
         ASSERT_EQ(result, "") << "bn " << bn << ", " << a_stages << " A stages, trial " << trial;
         ++runs;
       }
@@ -297,15 +215,19 @@ TEST(StripProtocol, TheModelCatchesAWrongOrder) {
   const std::vector<Unit> streamed = {{9, 1, false}, {9, 1, false}};
   const std::vector<bool> whole = {false, false};
   EXPECT_EQ(play(2, 4, streamed, whole, 1), "");
-  EXPECT_EQ(play(2, 4, streamed, whole, 1, /*a_first=*/true).rfind("deadlock", 0), 0u);
+  Mistakes a_first;
+  a_first.a_first = true;
+  EXPECT_EQ(play(2, 4, streamed, whole, 1, a_first).rfind("deadlock", 0), 0u);
   // resident strips of 3 k steps and 3 tiles on 4 slots (each strip's B takes a slot of the one
   // before), 6 A stages: the producer runs a tile ahead
   const std::vector<Unit> strips(6, Unit{3, 3, true});
   const std::vector<bool> tails(6, false);
+  Mistakes early;
+  early.b_back_each_tile = true;
   int caught = 0;
   for (std::uint64_t seed = 0; seed < 50; ++seed) {
     EXPECT_EQ(play(6, 4, strips, tails, seed), "") << seed;
-    caught += !play(6, 4, strips, tails, seed, false, /*b_back_each_tile=*/true).empty();
+    caught += !play(6, 4, strips, tails, seed, early).empty();
   }
   EXPECT_GT(caught, 5) << "releasing B after each tile went unnoticed";
 }
