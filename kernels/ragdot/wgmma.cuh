@@ -769,15 +769,19 @@ struct Kernel {
   // 128-byte line of each 64-wide chunk, and the swizzle only permutes 16-byte pieces within a
   // line, so whole lines can be cleared without knowing the pattern.
   static __device__ __forceinline__ void zero_k_tail(u32 stage, int valid) {
-    constexpr int kChunks = 2 + kBN / 64;  // A: two 64-m chunks; B: kBN / 64 chunks of 64 n
-    const int lines = kBK - valid, pieces = lines * kChunks * 8;
-    for (int i = (int)threadIdx.x - 128; i < pieces; i += 256) {
-      const int piece = i & 7, line = (i >> 3) % lines, chunk = (i >> 3) / lines;
-      const u32 addr = stage + chunk * (kBK * 128) + (valid + line) * 128 + piece * 16;
-      asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(addr), "r"(0) : "memory");
-    }
+    clear_k_lines(stage, 2 + kBN / 64, valid);  // A: two 64-m chunks; B: kBN / 64 chunks of 64 n
     fence_async_shared();
     consumers_sync();
+  }
+  // The clearing alone, of `chunks` 64-wide chunks at `addr` (the weight-gradient strips clear A's
+  // tile and B's slot apart, and fence and meet once).
+  static __device__ __forceinline__ void clear_k_lines(u32 addr, int chunks, int valid) {
+    const int lines = kBK - valid, pieces = lines * chunks * 8;
+    for (int i = (int)threadIdx.x - 128; i < pieces; i += 256) {
+      const int piece = i & 7, line = (i >> 3) % lines, chunk = (i >> 3) / lines;
+      const u32 at = addr + chunk * (kBK * 128) + (valid + line) * 128 + piece * 16;
+      asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(at), "r"(0) : "memory");
+    }
   }
 
   // A consumer warpgroup is done with stage s: its producer may refill it, and so may its sharers'

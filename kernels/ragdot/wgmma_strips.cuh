@@ -55,8 +55,7 @@ struct Strips {
     bool resident;  // B loaded once for all `count` tiles
   };
 
-  static __device__ __forceinline__ int group_k_steps(const RagdotKernelParams& p, const Sched& s, int g, int& k_begin,
-                                                      int& k_len) {
+  static __device__ __forceinline__ int group_k_steps(const Sched& s, int g, int& k_begin, int& k_len) {
     k_begin = (int)((i64)s.starts[s.offset + g] * s.unit);
     k_len = (int)((i64)s.starts[s.offset + g + 1] * s.unit - k_begin);
     return (int)ceil_div(k_len, kBK);
@@ -64,14 +63,16 @@ struct Strips {
   static __device__ __forceinline__ int m_tiles(const RagdotKernelParams& p) { return (int)ceil_div(p.m, kBM); }
 
   // Each group's units (strips.h), prefix-summed into the scheduler's tile prefix; the tile counter
-  // then hands out units. Every thread of the CTA.
+  // then hands out units. Every thread of the CTA. (The same prefix as Scheduler::init's over mode 1
+  // segments; folding both into one helper changed the plain kernels' machine code, which this
+  // machine cannot time, so the two stay apart.)
   static __device__ __forceinline__ void count_units(const RagdotKernelParams& p, Sched& s, i64* scratch) {
     const int L = p.computed_groups, mt = m_tiles(p), nt = (int)s.n_tiles;
     constexpr int kThreads = K::kThreads;
     const int per = (L + kThreads - 1) / kThreads, first = (int)threadIdx.x * per, last = imin(first + per, L);
     auto units = [&](int g) {
       int b, len;
-      return (i64)ragdot_strip_units(group_k_steps(p, s, g, b, len), kBSlots, mt, nt);
+      return (i64)ragdot_strip_units(group_k_steps(s, g, b, len), kBSlots, mt, nt);
     };
     i64 local = 0;
     for (int g = first; g < last; ++g) local += units(g);
@@ -94,7 +95,7 @@ struct Strips {
     }
     Unit w;
     w.group = lo;
-    w.k_steps = group_k_steps(p, s, lo, w.k_begin, w.k_len);
+    w.k_steps = group_k_steps(s, lo, w.k_begin, w.k_len);
     w.resident = ragdot_strip_resident(w.k_steps, kBSlots);
     int n_tile;
     ragdot_strip_unit(u - s.tile_prefix[lo], w.resident, m_tiles(p), &n_tile, &w.m_tile, &w.count);
@@ -174,17 +175,6 @@ struct Strips {
     }
   }
 
-  // Rows [valid, 64) of `chunks` 64-wide chunks at `addr` (a k step past the group's end), cleared
-  // by the 256 consumer threads as K::zero_k_tail does; no fence or barrier here.
-  static __device__ __forceinline__ void clear_k_tail(u32 addr, int chunks, int valid) {
-    const int lines = kBK - valid, pieces = lines * chunks * 8;
-    for (int i = (int)threadIdx.x - 128; i < pieces; i += 256) {
-      const int piece = i & 7, line = (i >> 3) % lines, chunk = (i >> 3) / lines;
-      const u32 at = addr + chunk * (kBK * 128) + (valid + line) * 128 + piece * 16;
-      asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(at), "r"(0) : "memory");
-    }
-  }
-
   static __device__ __forceinline__ void consume(const RagdotKernelParams& p, const Sched& sched, u32 a_ring,
                                                  u32 b_ring, int wg) {
     const int tid = threadIdx.x & 127, warp = tid >> 5, lane = tid & 31;
@@ -212,8 +202,8 @@ struct Strips {
                 // (or past the tensor), cleared in A's tile and, the first time B's slot is used, in B
                 const int valid = imin(w.k_len - kt * kBK, kBK);
                 if (valid < kBK) {
-                  clear_k_tail(a_ring + (a % kAStages) * kABytes, 2, valid);
-                  if (i == 0 || !w.resident) clear_k_tail(b_ring + ((ib + (u32)kt) % kBSlots) * kBBytes, kBN / 64, valid);
+                  K::clear_k_lines(a_ring + (a % kAStages) * kABytes, 2, valid);
+                  if (i == 0 || !w.resident) K::clear_k_lines(b_ring + ((ib + (u32)kt) % kBSlots) * kBBytes, kBN / 64, valid);
                   fence_async_shared();
                   consumers_sync();
                 }

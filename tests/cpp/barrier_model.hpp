@@ -128,6 +128,13 @@ struct Program {
   }
 };
 
+// Speeds for `actors` programs: all 1, but actor `slow` (none if negative) at a tenth of that.
+inline std::vector<double> one_slow(std::size_t actors, int slow) {
+  std::vector<double> speeds(actors, 1.0);
+  if (slow >= 0 && std::size_t(slow) < actors) speeds[std::size_t(slow)] = 0.1;
+  return speeds;
+}
+
 // Interleaves the programs at random (loads land at random points, in any order). Returns "" when
 // every program finished, else the deadlock or the first failed check. `speeds` (optional, one
 // per program) weights how often each runnable program takes the next step (a landing weighs 1):

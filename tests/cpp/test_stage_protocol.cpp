@@ -107,9 +107,7 @@ std::string play(int stages, int k_steps, const std::vector<Tile>& tiles, bool m
   std::vector<Program> programs = {producer(world, c, tiles, k_steps)};
   for (int wg = 0; wg < 2; ++wg)
     for (int warp = 0; warp < 4; ++warp) programs.push_back(consumer_warp(world, c, tiles, k_steps, wg, warp, meet));
-  std::vector<double> speeds(programs.size(), 1.0);
-  if (slow >= 0) speeds[std::size_t(5 + slow % 4)] = 0.1;
-  return ragdot::barrier_model::play(world, programs, seed, speeds);
+  return ragdot::barrier_model::play(world, programs, seed, one_slow(programs.size(), slow < 0 ? -1 : 5 + slow % 4));
 }
 
 std::vector<Tile> random_tiles(std::mt19937_64& rng) {

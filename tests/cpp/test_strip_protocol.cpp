@@ -151,9 +151,7 @@ std::string play(int a_stages, int b_slots, const std::vector<Unit>& units, cons
   std::vector<Program> programs = {producer(world, c, units, m)};
   for (int wg = 0; wg < 2; ++wg)
     for (int warp = 0; warp < 4; ++warp) programs.push_back(consumer(world, c, units, partial, m, wg, warp));
-  std::vector<double> speeds(programs.size(), 1.0);
-  if (slow >= 0) speeds[std::size_t(1 + slow % 8)] = 0.1;
-  return ragdot::barrier_model::play(world, programs, seed, speeds);
+  return ragdot::barrier_model::play(world, programs, seed, one_slow(programs.size(), slow < 0 ? -1 : 1 + slow % 8));
 }
 
 // One CTA's units from random group sizes: every `stride`-th unit of the in-order hand-out, from

@@ -67,29 +67,25 @@ std::int64_t wgmma_stage_bytes(int bn, int bm = 128) { return std::int64_t(bm + 
 // The TMA-store epilogue's staging area (kernels/ragdot/wgmma.cuh: kStagingBytes): two
 // warpgroups x two buffers x a 64 x 64 box of 16-bit outputs.
 constexpr std::int64_t kTmaStoreStagingBytes = 2 * 2 * 64 * 64 * 2;
-int wgmma_stages(int bn, const DeviceTraits& d, bool tma_store = false, int bm = 128, std::int64_t groups = -1) {
-  const std::int64_t staging = tma_store ? kTmaStoreStagingBytes : 0;
+// The most stages (2 to 6) of `stage_bytes` that fit beside `other_bytes`, the scheduler table of
+// `groups` groups, the 1 KiB pad and the static part; 0 if not two.
+int deepest_ring(std::int64_t stage_bytes, std::int64_t other_bytes, const DeviceTraits& d, std::int64_t groups) {
   for (int s = 6; s >= 2; --s)
-    if (s * wgmma_stage_bytes(bn, bm) + staging + scheduler_bytes(groups) + 1024 + kWgmmaStaticSmemBytes <=
-        d.max_dynamic_smem)
+    if (s * stage_bytes + other_bytes + scheduler_bytes(groups) + 1024 + kWgmmaStaticSmemBytes <= d.max_dynamic_smem)
       return s;
   return 0;
+}
+int wgmma_stages(int bn, const DeviceTraits& d, bool tma_store = false, int bm = 128, std::int64_t groups = -1) {
+  return deepest_ring(wgmma_stage_bytes(bn, bm), tma_store ? kTmaStoreStagingBytes : 0, d, groups);
 }
 
 // Weight-gradient strips (kernels/ragdot/strips.h): a ring of A tiles (128 x 64) beside B's slots
 // of k steps (RAGDOT_STRIP_B_BYTES), as deep as fits beside the scheduler table of `groups` groups
 // (-1: the largest; 4 A tiles then, 5 for tables of up to ~4300 groups, 6 up to ~220).
 constexpr std::int64_t kStripATileBytes = 128 * 64 * 2;
-int strip_stages(const DeviceTraits& d, std::int64_t groups = -1) {
-  for (int s = 6; s >= 2; --s)
-    if (s * kStripATileBytes + RAGDOT_STRIP_B_BYTES + scheduler_bytes(groups) + 1024 + kWgmmaStaticSmemBytes <=
-        d.max_dynamic_smem)
-      return s;
-  return 0;
-}
 KernelVariant in_strips(KernelVariant v, const DeviceTraits& d, std::int64_t groups = -1) {
   v.strips = true;
-  v.stages = strip_stages(d, groups);
+  v.stages = deepest_ring(kStripATileBytes, RAGDOT_STRIP_B_BYTES, d, groups);
   return v;
 }
 
