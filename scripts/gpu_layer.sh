@@ -16,9 +16,11 @@
 #   ep_layer.txt             the expert-parallel layer forward on 1, 2, 4, ... GPUs (bench/ep_bench --layer)
 #   layer_variants.md        with --variant: the layer under each RAGDOT_CUDA_VARIANT beside the default
 #
-#   OUT=/some/dir scripts/gpu_layer.sh [--quick] [--no-tests] [--no-peers] [--no-jax] [--sanitizer]
-#                                      [--variant "cluster=2;cluster=2n"]
+#   OUT=/some/dir scripts/gpu_layer.sh [--quick] [--no-tests] [--no-peers] [--no-jax] [--no-ep] [--sanitizer]
+#                                      [--variant "cluster=2;cluster=2n"] [--cases "qwen3-30b-a3b:4096 ..."]
 #
+# --cases: the space-separated preset:tokens cases to time (default the six above); --no-ep leaves
+# out the expert-parallel layer (on one GPU it is the one-rank exchange, already recorded).
 # --quick: 5 timed repetitions instead of 10 (3 for JAX) and a 120 s budget for the JAX peer (cases
 # past it are recorded as skipped); about 4 to 5 minutes on an H200 with a warm kernel cache.
 # --sanitizer adds compute-sanitizer memcheck on the smallest layer test. --variant runs each case
@@ -32,16 +34,20 @@
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 . scripts/gpu_log.sh layer_log.txt
-quick=0 tests=1 peers=1 jax=1 sanitizer=0 variants=""
-next_is_variant=0
+quick=0 tests=1 peers=1 jax=1 ep=1 sanitizer=0 variants=""
+cases="qwen3-30b-a3b:4096 qwen3-30b-a3b:8192 deepseek-v3:4096 deepseek-v3:8192 mixtral-8x7b:4096 llama4-scout:4096"
+next_is=""
 for a in "$@"; do
-  if [ $next_is_variant = 1 ]; then variants=$a; next_is_variant=0; continue; fi
+  if [ "$next_is" = variant ]; then variants=$a; next_is=""; continue; fi
+  if [ "$next_is" = cases ]; then cases=$a; next_is=""; continue; fi
   case $a in
-    --variant) next_is_variant=1 ;;
+    --variant) next_is=variant ;;
+    --cases) next_is=cases ;;
     --quick) quick=1 ;;
     --no-tests) tests=0 ;;
     --no-peers) peers=0 ;;
     --no-jax) jax=0 ;;
+    --no-ep) ep=0 ;;
     --sanitizer) sanitizer=1 ;;
     *) say "unknown option $a"; exit 2 ;;
   esac
@@ -109,7 +115,6 @@ if [ $tests = 1 ]; then
   fi
 fi
 
-cases="qwen3-30b-a3b:4096 qwen3-30b-a3b:8192 deepseek-v3:4096 deepseek-v3:8192 mixtral-8x7b:4096 llama4-scout:4096"
 say "ragdot layer --backend cuda on $cases"
 : > "$OUT/layer_runs.txt"
 layer_args=()
@@ -155,7 +160,7 @@ if [ -n "$variants" ]; then
 fi
 
 # expert parallelism: the whole layer forward with E / W experts per GPU, tokens/s from 1 to all GPUs
-if [ -x "$BIN/ep_bench" ]; then
+if [ $ep = 1 ] && [ -x "$BIN/ep_bench" ]; then
   say "expert-parallel layer forward (ep_bench --layer)"
   : > "$OUT/ep_layer.txt"
   for preset in deepseek-v3 qwen3-30b-a3b; do
@@ -174,7 +179,10 @@ if [ $peers = 1 ]; then
   if [ $jax = 1 ]; then
     say "JAX layer on jax.lax.ragged_dot (jit)"
     # the target presets first; deepseek-v3 at 8192 last (XLA's dense expansion runs out of memory at 4096 already)
-    jax_cases=qwen3-30b-a3b:4096,qwen3-30b-a3b:8192,deepseek-v3:4096,mixtral-8x7b:4096,llama4-scout:4096,deepseek-v3:8192
+    jax_cases=""
+    for c in qwen3-30b-a3b:4096 qwen3-30b-a3b:8192 deepseek-v3:4096 mixtral-8x7b:4096 llama4-scout:4096 deepseek-v3:8192 $cases; do
+      [[ " $cases " == *" $c "* && ",$jax_cases," != *",$c,"* ]] && jax_cases=${jax_cases:+$jax_cases,}$c
+    done
     XLA_PYTHON_CLIENT_MEM_FRACTION=${XLA_PYTHON_CLIENT_MEM_FRACTION:-0.9} timeout 500 "$PY" bench/moe_layer_peers.py \
       --framework jax --cases $jax_cases --reps $jax_reps --warmup 1 --budget-seconds $jax_budget \
       --json "$OUT/peers_jax.json" 2>> "$LOG"
