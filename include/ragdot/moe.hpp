@@ -1,5 +1,6 @@
 // One MoE layer on ragged dots: router, permutation of the (token, slot) pairs by expert, the
-// expert FFN (gate and up fused in one ragged dot, SwiGLU, one ragged dot down), shared experts,
+// expert FFN (gate and up fused in one ragged dot, a gated activation such as SwiGLU, one ragged
+// dot down), shared experts,
 // weighted combine; forward and backward. Host memory, f32 activations and parameters; the
 // ragged dots run on a planned backend (the cpu backend by default).
 #pragma once
@@ -16,6 +17,17 @@
 
 namespace ragdot::moe {
 
+// The expert FFN's gated activation of the up projection's [gate | up] halves: act = a(gate) * up.
+enum class GatedActivation {
+  kSwiGLU,     // a = silu (Mixtral, DeepSeek-V3, Qwen3, Llama 4: every preset)
+  kGeGLU,      // a = gelu, exact: g Phi(g) with the normal CDF through erf (torch's gelu default)
+  kGeGLUTanh,  // a = gelu's tanh approximation (jax.nn.gelu's default, Gemma's gelu_pytorch_tanh)
+};
+// "swiglu", "geglu", "geglu_tanh"
+const char* activation_name(GatedActivation a);
+// The inverse of activation_name; invalid_argument naming the known names otherwise.
+Result<GatedActivation> parse_activation(std::string_view name);
+
 struct MoeConfig {
   std::int64_t hidden = 0;          // H
   std::int64_t ffn = 0;             // F, per expert (the up projection has 2F columns: gate, up)
@@ -24,6 +36,7 @@ struct MoeConfig {
   std::int64_t shared_experts = 0;  // S, each a dense FFN of width F over every token
   workloads::RouterKind router = workloads::RouterKind::kSoftmaxTopK;
   double routed_scaling = 1.0;      // multiplies the combine weights (DeepSeek-V3: 2.5)
+  GatedActivation activation = GatedActivation::kSwiGLU;  // routed and shared experts alike
 };
 
 // A preset's layer (workloads::presets()), with hidden and ffn divided by `shrink` (for CPU sizes).

@@ -1,5 +1,5 @@
 /* The argument blocks of the MoE layer's device kernels (moe_permute.cuh, moe_route.cuh,
-   moe_swiglu.cuh, moe_combine_backward.cuh, moe_accumulate.cuh), shared by the host, which fills
+   moe_glu.cuh, moe_combine_backward.cuh, moe_accumulate.cuh), shared by the host, which fills
    them, and the kernels. Plain C: the same layout on both sides. */
 #ifndef RAGDOT_MOE_PARAMS_H
 #define RAGDOT_MOE_PARAMS_H
@@ -70,15 +70,20 @@ typedef struct RagdotMoeRouteParams {
   void* d_logits;          /* [tokens, num_experts] out, bf16 (the operand of the router's products) */
 } RagdotMoeRouteParams;
 
-typedef struct RagdotMoeSwigluParams {
+/* ragdot_moe_glu and its backward: the expert FFN's gated activation (MoeConfig::activation). */
+#define RAGDOT_MOE_GLU_SILU 0      /* SwiGLU */
+#define RAGDOT_MOE_GLU_GELU 1      /* GeGLU, gelu through erf */
+#define RAGDOT_MOE_GLU_GELU_TANH 2 /* GeGLU, gelu's tanh approximation */
+typedef struct RagdotMoeGluParams {
   const void* up;          /* [rows, 2 * ffn]: gate columns, then up columns */
-  void* act;               /* [rows, ffn] = silu(gate) * up */
+  void* act;               /* [rows, ffn] = a(gate) * up */
   long long rows;
   long long ffn;
   int elem_bytes;          /* 2 (bf16) or 4 (f32) */
+  int activation;          /* RAGDOT_MOE_GLU_*: the a above */
   const void* d_act;       /* backward: [rows, ffn] gradient of act */
   void* d_up;              /* backward: [rows, 2 * ffn] out, gradient of [gate | up] */
-} RagdotMoeSwigluParams;
+} RagdotMoeGluParams;
 
 /* ragdot_moe_combine_backward: for each sorted row r of the pair (t, j),
      scaled[r] = weights[pair] * token_rows[t]      (when scaled is not null)

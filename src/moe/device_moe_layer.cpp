@@ -1,11 +1,11 @@
 // DeviceMoeLayer: the MoE layer of moe_layer.cpp on a GPU. Router logits (planned one-group
 // ragged dot) -> router kernel -> stable counting sort by expert (group sizes on the device) ->
-// gather -> up ragged dot -> SwiGLU -> down ragged dot -> shared experts -> combine on top of the
-// shared output; backward in reverse. Every buffer lives in one allocation made by create; the
+// gather -> up ragged dot -> gated activation (SwiGLU or GeGLU) -> down ragged dot -> shared
+// experts -> combine on top of the shared output; backward in reverse. Every buffer lives in one allocation made by create; the
 // plans share one workspace, since they run one after another on the caller's stream. With
 // expert parallelism the routed experts' three steps become: exchange of the per-expert counts,
 // the exchange's plan (one host sync), dispatch of the sorted rows to their experts' ranks, the
-// local experts' up, SwiGLU and down on the rows received, and the way back.
+// local experts' up, activation and down on the rows received, and the way back.
 //
 // With DeviceMoeOptions::gather_in_up_gemm, where the cuda backend can (Hopper; not Llama-4,
 // whose rows are scaled, nor expert parallelism, which sends the sorted rows), the up ragged dot
@@ -277,8 +277,8 @@ struct DeviceMoeLayer::State {
           RAGDOT_RETURN_IF_ERROR(gemm(kRouted + kFfnUp, b.rows, p.w_up, b.group_sizes, b.up, st));
           RAGDOT_RETURN_IF_ERROR(mark(mk, st, "up"));
         }
-        RAGDOT_RETURN_IF_ERROR(ops->swiglu(b.up, m, f, kAct, b.act, st));
-        RAGDOT_RETURN_IF_ERROR(mark(mk, st, "swiglu"));
+        RAGDOT_RETURN_IF_ERROR(ops->glu(c.activation, b.up, m, f, kAct, b.act, st));
+        RAGDOT_RETURN_IF_ERROR(mark(mk, st, "activation"));
       }
       if (combined_in_down()) {
         // the sums start from zero (bits 0 are +0.0f); the down projection adds every row into them
@@ -299,7 +299,7 @@ struct DeviceMoeLayer::State {
       void* up = offset(b.s_up, j * t * 2 * f);
       void* act = offset(b.s_act, j * t * f);
       RAGDOT_RETURN_IF_ERROR(gemm(kShared + kFfnUp, x, offset(p.shared_up, j * h * 2 * f), b.one_group, up, st));
-      RAGDOT_RETURN_IF_ERROR(ops->swiglu(up, t, f, kAct, act, st));
+      RAGDOT_RETURN_IF_ERROR(ops->glu(c.activation, up, t, f, kAct, act, st));
       RAGDOT_RETURN_IF_ERROR(gemm(kShared + kFfnDown, act, offset(p.shared_down, j * f * h), b.one_group,
                                   j == 0 ? b.s_out : b.s_tmp, st));
       if (j > 0) RAGDOT_RETURN_IF_ERROR(ops->accumulate(b.s_out, b.s_tmp, t * h, kAct, st));
@@ -342,8 +342,8 @@ struct DeviceMoeLayer::State {
     const MutableBuffer ws{b.ws, ws_bytes, MemorySpace::kDevice};
     RAGDOT_RETURN_IF_ERROR(run_plan(up, b.recv_rows, p.w_up, b.local_gs, b.recv_up, ws, st));
     RAGDOT_RETURN_IF_ERROR(mark(mk, st, "up"));
-    RAGDOT_RETURN_IF_ERROR(ops->swiglu(b.recv_up, rows, f, kAct, b.recv_act, st));
-    RAGDOT_RETURN_IF_ERROR(mark(mk, st, "swiglu"));
+    RAGDOT_RETURN_IF_ERROR(ops->glu(c.activation, b.recv_up, rows, f, kAct, b.recv_act, st));
+    RAGDOT_RETURN_IF_ERROR(mark(mk, st, "activation"));
     RAGDOT_RETURN_IF_ERROR(run_plan(down, b.recv_act, p.w_down, b.local_gs, b.recv_out, ws, st));
     RAGDOT_RETURN_IF_ERROR(mark(mk, st, "down"));
     RAGDOT_RETURN_IF_ERROR(comm->combine(xp, b.recv_out, b.out, row_bytes, st));
@@ -377,8 +377,8 @@ struct DeviceMoeLayer::State {
       }
       RAGDOT_RETURN_IF_ERROR(mark(mk, st, "up again"));
     }
-    RAGDOT_RETURN_IF_ERROR(ops->swiglu_backward(b.up, b.d_act, m, f, kAct, b.d_up, st));
-    RAGDOT_RETURN_IF_ERROR(mark(mk, st, "swiglu backward"));
+    RAGDOT_RETURN_IF_ERROR(ops->glu_backward(c.activation, b.up, b.d_act, m, f, kAct, b.d_up, st));
+    RAGDOT_RETURN_IF_ERROR(mark(mk, st, "activation backward"));
     // d_out is consumed: its buffer takes the rows' gradient
     RAGDOT_RETURN_IF_ERROR(gemm(kRouted + kFfnDataGradIn, b.d_up, p.w_up, gs, b.d_rows, st));
     RAGDOT_RETURN_IF_ERROR(mark(mk, st, "up: d_rows"));
@@ -412,7 +412,7 @@ struct DeviceMoeLayer::State {
         RAGDOT_RETURN_IF_ERROR(
             gemm(kShared + kFfnWeightGradDown, act, dy, b.one_group, offset(g.d_shared_down, j * f * h), st));
       }
-      RAGDOT_RETURN_IF_ERROR(ops->swiglu_backward(up, b.s_d_act, t, f, kAct, b.s_d_up, st));
+      RAGDOT_RETURN_IF_ERROR(ops->glu_backward(c.activation, up, b.s_d_act, t, f, kAct, b.s_d_up, st));
       RAGDOT_RETURN_IF_ERROR(
           gemm(kShared + kFfnDataGradIn, b.s_d_up, w_up, b.one_group, j == 0 ? b.s_d_in : b.s_tmp, st));
       if (j > 0) RAGDOT_RETURN_IF_ERROR(ops->accumulate(b.s_d_in, b.s_tmp, t * h, kAct, st));
@@ -443,6 +443,10 @@ Result<DeviceMoeLayer> DeviceMoeLayer::create(const MoeConfig& c, std::int64_t t
   }
   if (o.capacity_factor && o.expert_backend != "padded") {
     return invalid_argument("a capacity factor needs expert_backend \"padded\" (got \"" + o.expert_backend + "\")");
+  }
+  if (o.swiglu_in_up_gemm && c.activation != GatedActivation::kSwiGLU) {
+    return invalid_argument(std::string("swiglu_in_up_gemm fuses SwiGLU only; this layer's activation is ") +
+                            activation_name(c.activation));
   }
   auto s = std::make_unique<State>();
   s->c = c;
@@ -746,7 +750,7 @@ bool DeviceMoeLayer::graph_safe() const {
 }
 
 std::string DeviceMoeLayer::describe() const {
-  std::string out;
+  std::string out = std::string("activation: ") + activation_name(s_->c.activation) + "\n";
   for (std::size_t i = 0; i < s_->plans.size(); ++i) out += layer_gemm_name(int(i)) + ": " + s_->plans[i].to_string() + "\n";
   if (s_->swiglu_up) out += layer_gemm_name(kRouted + kFfnUp) + " with SwiGLU (forward): " + s_->swiglu_up->to_string() + "\n";
   if (s_->scatter_down) {

@@ -31,8 +31,8 @@ unsigned element_blocks(std::int64_t count) {
 
 struct DeviceMoeOps::State {
   const cuda::Device* device = nullptr;
-  std::shared_ptr<const cuda::LoadedModule> route_module, swiglu_module, accumulate_module;
-  CUfunction route = nullptr, route_backward = nullptr, swiglu = nullptr, swiglu_backward = nullptr,
+  std::shared_ptr<const cuda::LoadedModule> route_module, glu_module, accumulate_module;
+  CUfunction route = nullptr, route_backward = nullptr, glu = nullptr, glu_backward = nullptr,
              accumulate = nullptr;
   workloads::RouterKind kind = workloads::RouterKind::kSoftmaxTopK;
   std::int64_t experts = 0, top_k = 0;
@@ -82,8 +82,8 @@ Result<DeviceMoeOps> DeviceMoeOps::create(int device, workloads::RouterKind kind
   RAGDOT_ASSIGN_OR_RETURN(s->device, cuda::device(device));
   RAGDOT_ASSIGN_OR_RETURN(s->route_module,
                           cuda::load_module(*s->device, "#include \"ragdot/moe_route.cuh\"\n", "ragdot_moe_route.cu"));
-  RAGDOT_ASSIGN_OR_RETURN(s->swiglu_module,
-                          cuda::load_module(*s->device, "#include \"ragdot/moe_swiglu.cuh\"\n", "ragdot_moe_swiglu.cu"));
+  RAGDOT_ASSIGN_OR_RETURN(s->glu_module,
+                          cuda::load_module(*s->device, "#include \"ragdot/moe_glu.cuh\"\n", "ragdot_moe_glu.cu"));
   RAGDOT_ASSIGN_OR_RETURN(
       s->accumulate_module,
       cuda::load_module(*s->device, "#include \"ragdot/moe_accumulate.cuh\"\n", "ragdot_moe_accumulate.cu"));
@@ -93,8 +93,8 @@ Result<DeviceMoeOps> DeviceMoeOps::create(int device, workloads::RouterKind kind
     const char* name;
   } fns[] = {{&s->route, s->route_module->module, "ragdot_moe_route"},
              {&s->route_backward, s->route_module->module, "ragdot_moe_route_backward"},
-             {&s->swiglu, s->swiglu_module->module, "ragdot_moe_swiglu"},
-             {&s->swiglu_backward, s->swiglu_module->module, "ragdot_moe_swiglu_backward"},
+             {&s->glu, s->glu_module->module, "ragdot_moe_glu"},
+             {&s->glu_backward, s->glu_module->module, "ragdot_moe_glu_backward"},
              {&s->accumulate, s->accumulate_module->module, "ragdot_moe_accumulate"}};
   for (const auto& f : fns) RAGDOT_CU_RETURN_IF_ERROR(cuda::driver()->cuModuleGetFunction(f.f, f.module, f.name), f.name);
   s->kind = kind;
@@ -136,36 +136,59 @@ Status DeviceMoeOps::route_backward(const float* logits, const void* experts, co
                     "launching ragdot_moe_route_backward");
 }
 
-Status DeviceMoeOps::swiglu(const void* up, std::int64_t rows, std::int64_t ffn, DType dtype, void* act,
-                            void* stream) const {
-  RAGDOT_RETURN_IF_ERROR(check_rows_dtype("swiglu", dtype));
-  if (rows < 0 || ffn < 0) return invalid_argument("swiglu: negative rows or ffn");
+namespace {
+
+// The kernels' RAGDOT_MOE_GLU_* code of an activation; -1 for a value outside the enum.
+int glu_code(GatedActivation a) {
+  switch (a) {
+    case GatedActivation::kSwiGLU: return RAGDOT_MOE_GLU_SILU;
+    case GatedActivation::kGeGLU: return RAGDOT_MOE_GLU_GELU;
+    case GatedActivation::kGeGLUTanh: return RAGDOT_MOE_GLU_GELU_TANH;
+  }
+  return -1;
+}
+
+Status check_glu(const char* what, GatedActivation a, DType dtype) {
+  RAGDOT_RETURN_IF_ERROR(check_rows_dtype(what, dtype));
+  if (glu_code(a) < 0)
+    return invalid_argument(std::string(what) + ": unknown gated activation " + std::to_string(static_cast<int>(a)));
+  return Status::ok();
+}
+
+}  // namespace
+
+Status DeviceMoeOps::glu(GatedActivation a, const void* up, std::int64_t rows, std::int64_t ffn, DType dtype, void* act,
+                         void* stream) const {
+  RAGDOT_RETURN_IF_ERROR(check_glu("glu", a, dtype));
+  if (rows < 0 || ffn < 0) return invalid_argument("glu: negative rows or ffn");
   if (rows == 0 || ffn == 0) return Status::ok();
-  if (!up || !act) return invalid_argument("swiglu: a null device buffer");
-  RagdotMoeSwigluParams p{};
+  if (!up || !act) return invalid_argument("glu: a null device buffer");
+  RagdotMoeGluParams p{};
   p.up = up;
   p.act = act;
   p.rows = rows;
   p.ffn = ffn;
   p.elem_bytes = int(dtype_size(dtype));
-  return s_->launch(s_->swiglu, element_blocks(rows * ffn), kElementThreads, &p, stream, "launching ragdot_moe_swiglu");
+  p.activation = glu_code(a);
+  return s_->launch(s_->glu, element_blocks(rows * ffn), kElementThreads, &p, stream, "launching ragdot_moe_glu");
 }
 
-Status DeviceMoeOps::swiglu_backward(const void* up, const void* d_act, std::int64_t rows, std::int64_t ffn,
-                                     DType dtype, void* d_up, void* stream) const {
-  RAGDOT_RETURN_IF_ERROR(check_rows_dtype("swiglu_backward", dtype));
-  if (rows < 0 || ffn < 0) return invalid_argument("swiglu_backward: negative rows or ffn");
+Status DeviceMoeOps::glu_backward(GatedActivation a, const void* up, const void* d_act, std::int64_t rows,
+                                  std::int64_t ffn, DType dtype, void* d_up, void* stream) const {
+  RAGDOT_RETURN_IF_ERROR(check_glu("glu_backward", a, dtype));
+  if (rows < 0 || ffn < 0) return invalid_argument("glu_backward: negative rows or ffn");
   if (rows == 0 || ffn == 0) return Status::ok();
-  if (!up || !d_act || !d_up) return invalid_argument("swiglu_backward: a null device buffer");
-  RagdotMoeSwigluParams p{};
+  if (!up || !d_act || !d_up) return invalid_argument("glu_backward: a null device buffer");
+  RagdotMoeGluParams p{};
   p.up = up;
   p.rows = rows;
   p.ffn = ffn;
   p.elem_bytes = int(dtype_size(dtype));
+  p.activation = glu_code(a);
   p.d_act = d_act;
   p.d_up = d_up;
-  return s_->launch(s_->swiglu_backward, element_blocks(rows * ffn), kElementThreads, &p, stream,
-                    "launching ragdot_moe_swiglu_backward");
+  return s_->launch(s_->glu_backward, element_blocks(rows * ffn), kElementThreads, &p, stream,
+                    "launching ragdot_moe_glu_backward");
 }
 
 Status DeviceMoeOps::accumulate(void* y, const void* x, std::int64_t count, DType dtype, void* stream) const {

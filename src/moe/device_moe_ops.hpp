@@ -1,7 +1,7 @@
 // The MoE layer's kernels on a GPU besides the permutation and the ragged dots: the router of a
-// preset and its backward (kernels/ragdot/moe_route.cuh), the SwiGLU between the expert GEMMs and
-// its backward (moe_swiglu.cuh), and the sum of shared experts' outputs (moe_accumulate.cuh),
-// enqueued on the caller's stream. The host versions (moe/router.hpp, moe/expert_ffn.hpp) are
+// preset and its backward (kernels/ragdot/moe_route.cuh), the gated activation between the expert
+// GEMMs and its backward (moe_glu.cuh), and the sum of shared experts' outputs (moe_accumulate.cuh),
+// enqueued on the caller's stream. The host versions (moe/router.hpp, moe/gated_activation.hpp) are
 // their oracle.
 #pragma once
 
@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "ragdot/dtype.hpp"
+#include "ragdot/moe.hpp"
 #include "ragdot/status.hpp"
 #include "ragdot/workloads.hpp"
 
@@ -31,11 +32,13 @@ class DeviceMoeOps {
   // Llama-4, of the input scale per pair, d_scale [tokens, k] f32, summed over the token's pairs).
   Status route_backward(const float* logits, const void* experts, const float* d_weights, const float* d_scale,
                         std::int64_t tokens, void* d_logits, void* stream) const;
-  // act [rows, ffn] = silu(gate) * up for up [rows, 2 ffn] = [gate | up], bf16 or f32.
-  Status swiglu(const void* up, std::int64_t rows, std::int64_t ffn, DType dtype, void* act, void* stream) const;
+  // act [rows, ffn] = a(gate) * up for up [rows, 2 ffn] = [gate | up], bf16 or f32, with a the
+  // activation's silu or gelu.
+  Status glu(GatedActivation a, const void* up, std::int64_t rows, std::int64_t ffn, DType dtype, void* act,
+             void* stream) const;
   // d_up [rows, 2 ffn] = [d_gate | d_up] from up [rows, 2 ffn] and d_act [rows, ffn].
-  Status swiglu_backward(const void* up, const void* d_act, std::int64_t rows, std::int64_t ffn, DType dtype,
-                         void* d_up, void* stream) const;
+  Status glu_backward(GatedActivation a, const void* up, const void* d_act, std::int64_t rows, std::int64_t ffn,
+                      DType dtype, void* d_up, void* stream) const;
   // y [count] += x [count], bf16 or f32, summed in f32.
   Status accumulate(void* y, const void* x, std::int64_t count, DType dtype, void* stream) const;
 

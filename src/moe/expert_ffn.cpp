@@ -1,23 +1,18 @@
 #include "moe/expert_ffn.hpp"
 
-#include <cmath>
+#include "moe/gated_activation.hpp"
 
 namespace ragdot::moe {
 
-namespace {
-
-float sigmoid(float z) { return 1.0f / (1.0f + std::exp(-z)); }
-
-}  // namespace
-
 Result<ExpertFfn> ExpertFfn::create(std::int64_t rows, std::int64_t groups, std::int64_t hidden, std::int64_t ffn,
-                                    const PlanOptions& options, HostWorkspace& ws) {
+                                    GatedActivation activation, const PlanOptions& options, HostWorkspace& ws) {
   if (rows < 0 || groups < 1 || hidden < 1 || ffn < 1)
     return invalid_argument("expert FFN: rows >= 0, groups, hidden and ffn >= 1 (got rows " + std::to_string(rows) +
                             ", groups " + std::to_string(groups) + ", hidden " + std::to_string(hidden) + ", ffn " +
                             std::to_string(ffn) + ")");
   ExpertFfn f;
   f.rows_ = rows, f.ffn_ = ffn;
+  f.activation_ = activation;
   for (const RaggedDotSpec& spec : expert_ffn_specs(rows, groups, hidden, ffn)) {
     RAGDOT_ASSIGN_OR_RETURN(Plan plan, plan_host(spec, options, ws));
     f.plans_.push_back(std::move(plan));
@@ -30,7 +25,7 @@ Status ExpertFfn::forward(const float* in, const float* w_up, const float* w_dow
   ExecuteReport report;
   RAGDOT_RETURN_IF_ERROR(run_host(plans_[kFfnUp], in, w_up, gs, up, ws, &report));
   if (dropped_rows) *dropped_rows = report.dropped_rows;
-  swiglu(up, rows_, ffn_, act);
+  gated_activation(activation_, up, rows_, ffn_, act);
   return run_host(plans_[kFfnDown], act, w_down, gs, out, ws);
 }
 
@@ -39,7 +34,7 @@ Status ExpertFfn::backward(const float* in, const float* up, const float* act, c
                            float* d_w_up, float* d_w_down, MutableBuffer ws) const {
   RAGDOT_RETURN_IF_ERROR(run_host(plans_[kFfnDataGradAct], d_out, w_down, gs, d_act, ws));
   if (d_w_down) RAGDOT_RETURN_IF_ERROR(run_host(plans_[kFfnWeightGradDown], act, d_out, gs, d_w_down, ws));
-  swiglu_backward(up, d_act, rows_, ffn_, d_up);
+  gated_activation_backward(activation_, up, d_act, rows_, ffn_, d_up);
   RAGDOT_RETURN_IF_ERROR(run_host(plans_[kFfnDataGradIn], d_up, w_up, gs, d_in, ws));
   if (d_w_up) RAGDOT_RETURN_IF_ERROR(run_host(plans_[kFfnWeightGradUp], in, d_up, gs, d_w_up, ws));
   return Status::ok();
@@ -49,33 +44,6 @@ std::string ExpertFfn::describe() const {
   std::string s;
   for (std::size_t i = 0; i < plans_.size(); ++i) s += std::string(expert_ffn_gemm_name(int(i))) + ": " + plans_[i].to_string() + "\n";
   return s;
-}
-
-void swiglu(const float* up, std::int64_t rows, std::int64_t ffn, float* act) {
-#pragma omp parallel for schedule(static)
-  for (std::int64_t r = 0; r < rows; ++r) {
-    const float* g = up + r * 2 * ffn;
-    const float* u = g + ffn;
-    float* a = act + r * ffn;
-    for (std::int64_t c = 0; c < ffn; ++c) a[c] = g[c] * sigmoid(g[c]) * u[c];
-  }
-}
-
-void swiglu_backward(const float* up, const float* d_act, std::int64_t rows, std::int64_t ffn, float* d_up) {
-#pragma omp parallel for schedule(static)
-  for (std::int64_t r = 0; r < rows; ++r) {
-    const float* g = up + r * 2 * ffn;
-    const float* u = g + ffn;
-    const float* da = d_act + r * ffn;
-    float* dg = d_up + r * 2 * ffn;
-    float* du = dg + ffn;
-    for (std::int64_t c = 0; c < ffn; ++c) {
-      const float s = sigmoid(g[c]);
-      const float silu = g[c] * s;
-      dg[c] = da[c] * u[c] * s * (1.0f + g[c] * (1.0f - s));  // d silu / d g = s (1 + g (1 - s))
-      du[c] = da[c] * silu;
-    }
-  }
 }
 
 }  // namespace ragdot::moe

@@ -1,5 +1,5 @@
 // The expert FFN of an MoE layer as six planned ragged dots over expert-sorted rows: forward
-// (gate and up fused, SwiGLU, down) and backward (data gradients by mode 1 against the transposed
+// (gate and up fused, a gated activation, down) and backward (data gradients by mode 1 against the transposed
 // weights, weight gradients by mode 2, ragged along the rows). Shared experts use the same with
 // one group holding every token.
 #pragma once
@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "moe/host_gemm.hpp"
+#include "ragdot/moe.hpp"
 #include "ragdot/plan.hpp"
 #include "ragdot/status.hpp"
 
@@ -17,7 +18,7 @@ namespace ragdot::moe {
 class ExpertFfn {
  public:
   static Result<ExpertFfn> create(std::int64_t rows, std::int64_t groups, std::int64_t hidden, std::int64_t ffn,
-                                  const PlanOptions& options, HostWorkspace& ws);
+                                  GatedActivation activation, const PlanOptions& options, HostWorkspace& ws);
 
   // The plans' workspace goes into `ws` (create grows it; forward and backward take its buffer).
   // up [M, 2F], act [M, F] (kept for backward) and out [M, H] from in [M, H]; gs [G] int64.
@@ -36,11 +37,8 @@ class ExpertFfn {
   ExpertFfn() = default;
 
   std::int64_t rows_ = 0, ffn_ = 0;
+  GatedActivation activation_ = GatedActivation::kSwiGLU;
   std::vector<Plan> plans_;  // up, down, d_act, d_in, d_w_down, d_w_up
 };
-
-// SwiGLU on up = [gate | up] rows: act = silu(gate) * up, and its backward into d_up.
-void swiglu(const float* up, std::int64_t rows, std::int64_t ffn, float* act);
-void swiglu_backward(const float* up, const float* d_act, std::int64_t rows, std::int64_t ffn, float* d_up);
 
 }  // namespace ragdot::moe

@@ -63,6 +63,10 @@ MoeLayer::~MoeLayer() = default;
 Status check_layer_config(const MoeConfig& c, std::int64_t tokens) {
   if (c.hidden < 1 || c.ffn < 1 || c.experts < 1 || c.top_k < 1 || c.top_k > c.experts || c.shared_experts < 0)
     return invalid_argument("MoE config: hidden, ffn, experts >= 1, 1 <= top_k <= experts, shared_experts >= 0");
+  if (c.activation != GatedActivation::kSwiGLU && c.activation != GatedActivation::kGeGLU &&
+      c.activation != GatedActivation::kGeGLUTanh)
+    return invalid_argument("MoE config: activation must be a GatedActivation (swiglu, geglu, geglu_tanh), not " +
+                            std::to_string(static_cast<int>(c.activation)));
   if (c.router == RouterKind::kLlama4 && c.top_k != 1)
     return invalid_argument("the Llama-4 router scales the input by its top-1 score: top_k must be 1");
   if (tokens < 1) return invalid_argument("MoE layer: tokens must be >= 1 (got " + std::to_string(tokens) + ")");
@@ -73,9 +77,9 @@ Result<MoeLayer> MoeLayer::create(const MoeConfig& c, std::int64_t tokens, const
   RAGDOT_RETURN_IF_ERROR(check_layer_config(c, tokens));
   const std::int64_t m = tokens * c.top_k;
   HostWorkspace ws;
-  RAGDOT_ASSIGN_OR_RETURN(ExpertFfn routed, ExpertFfn::create(m, c.experts, c.hidden, c.ffn, options, ws));
+  RAGDOT_ASSIGN_OR_RETURN(ExpertFfn routed, ExpertFfn::create(m, c.experts, c.hidden, c.ffn, c.activation, options, ws));
   // one shared expert at a time: one group holding every token
-  RAGDOT_ASSIGN_OR_RETURN(ExpertFfn shared, ExpertFfn::create(tokens, 1, c.hidden, c.ffn, options, ws));
+  RAGDOT_ASSIGN_OR_RETURN(ExpertFfn shared, ExpertFfn::create(tokens, 1, c.hidden, c.ffn, c.activation, options, ws));
   std::vector<Plan> router;
   for (const RaggedDotSpec& spec : router_specs(tokens, c.hidden, c.experts)) {
     RAGDOT_ASSIGN_OR_RETURN(Plan plan, plan_host(spec, options, ws));
@@ -122,7 +126,8 @@ const MoeRouting& MoeLayer::routing() const { return s_->routing; }
 
 std::string MoeLayer::describe() const {
   std::string d = "router: " + s_->router[kRouterLogits].to_string() + "\n";
-  d += "routed experts (" + std::to_string(s_->c.experts) + " groups):\n" + s_->routed.describe();
+  d += "routed experts (" + std::to_string(s_->c.experts) + " groups, " + activation_name(s_->c.activation) +
+       "):\n" + s_->routed.describe();
   if (s_->has_shared) d += "shared experts (x" + std::to_string(s_->c.shared_experts) + "):\n" + s_->shared.describe();
   return d;
 }

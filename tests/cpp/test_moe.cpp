@@ -8,6 +8,7 @@
 #include <numeric>
 #include <vector>
 
+#include "moe/gated_activation.hpp"
 #include "ragdot/moe.hpp"
 #include "ragdot/moe_device.hpp"
 
@@ -45,6 +46,17 @@ Params random_params(const MoeConfig& c, workloads::SplitMix64& rng) {
 
 double sigmoid(double z) { return 1.0 / (1.0 + std::exp(-z)); }
 
+// The gate's activation of each GatedActivation, from its definition.
+double gate_activation(GatedActivation a, double g) {
+  switch (a) {
+    case GatedActivation::kSwiGLU: return g * sigmoid(g);
+    case GatedActivation::kGeGLU: return 0.5 * g * std::erfc(-g / std::sqrt(2.0));
+    case GatedActivation::kGeGLUTanh:
+      return 0.5 * g * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (g + 0.044715 * g * g * g)));
+  }
+  return std::nan("");
+}
+
 // y [T, H] in float64, straight from the definitions of each router.
 std::vector<double> oracle(const MoeConfig& c, std::int64_t tokens, const std::vector<double>& x, const Params& p,
                            const std::vector<double>& router, const std::vector<double>& w_up,
@@ -60,7 +72,7 @@ std::vector<double> oracle(const MoeConfig& c, std::int64_t tokens, const std::v
         g += in[i] * up_w[i * 2 * f + j];
         u += in[i] * up_w[i * 2 * f + f + j];
       }
-      act[j] = g * sigmoid(g) * u;
+      act[j] = gate_activation(c.activation, g) * u;
     }
     for (std::int64_t i = 0; i < h; ++i) {
       double acc = 0;
@@ -106,9 +118,14 @@ std::vector<double> wide(const std::vector<float>& v) { return {v.begin(), v.end
 struct Case {
   const char* preset;
   std::int64_t shrink, tokens;
+  GatedActivation activation = GatedActivation::kSwiGLU;
 };
-const Case kCases[] = {{"mixtral-8x7b", 256, 24}, {"deepseek-v3", 256, 40}, {"llama4-scout", 256, 20},
-                       {"qwen3-30b-a3b", 256, 33}};
+const Case kCases[] = {{"mixtral-8x7b", 256, 24},
+                       {"deepseek-v3", 256, 40},
+                       {"llama4-scout", 256, 20},
+                       {"qwen3-30b-a3b", 256, 33},
+                       {"qwen3-30b-a3b", 256, 29, GatedActivation::kGeGLU},
+                       {"deepseek-v3", 256, 21, GatedActivation::kGeGLUTanh}};
 
 class MoeLayerTest : public ::testing::TestWithParam<std::tuple<Case, const char*>> {};
 
@@ -116,7 +133,8 @@ TEST_P(MoeLayerTest, ForwardAndBackwardMatchTheOracle) {
   const auto [cs, backend] = GetParam();
   auto config = preset_config(cs.preset, cs.shrink);
   ASSERT_TRUE(config.ok()) << config.status().to_string();
-  const MoeConfig c = *config;
+  MoeConfig c = *config;
+  c.activation = cs.activation;
   const std::int64_t t = cs.tokens, h = c.hidden;
   workloads::SplitMix64 rng(std::hash<std::string>{}(cs.preset));
   const Params p = random_params(c, rng);
@@ -184,7 +202,9 @@ TEST_P(MoeLayerTest, ForwardAndBackwardMatchTheOracle) {
 INSTANTIATE_TEST_SUITE_P(Presets, MoeLayerTest,
                          ::testing::Combine(::testing::ValuesIn(kCases), ::testing::Values("cpu", "cpu_ref")),
                          [](const auto& info) {
-                           std::string n = std::string(std::get<0>(info.param).preset) + "_" + std::get<1>(info.param);
+                           const Case& cs = std::get<0>(info.param);
+                           std::string n = std::string(cs.preset) + "_" + activation_name(cs.activation) + "_" +
+                                           std::get<1>(info.param);
                            for (auto& ch : n) ch = std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
                            return n;
                          });
@@ -202,6 +222,11 @@ TEST(MoeLayer, BadConfigAndCallsAreClearErrors) {
   EXPECT_FALSE(MoeLayer::create(c, 0).ok());
   EXPECT_FALSE(preset_config("no-such-model").ok());
   EXPECT_FALSE(preset_config("mixtral-8x7b", 3).ok());  // 4096 / 3 is not whole
+  c.activation = static_cast<GatedActivation>(3);
+  bad = MoeLayer::create(c, 10);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("activation"), std::string::npos);
+  c.activation = GatedActivation::kGeGLU;
 
   auto layer = MoeLayer::create(c, 10);
   ASSERT_TRUE(layer.ok()) << layer.status().to_string();
@@ -214,6 +239,44 @@ TEST(MoeLayer, BadConfigAndCallsAreClearErrors) {
   EXPECT_FALSE(layer->forward(nullptr, p.view(), y.data()).is_ok());
   EXPECT_TRUE(layer->forward(x.data(), p.view(), y.data()).is_ok());
   EXPECT_FALSE(layer->backward(x.data(), p.view(), dy.data(), MoeGrads{}).is_ok());  // no d_x
+}
+
+// The host activations and their gradients, element by element, against the definitions above
+// (values) and their central differences in float64 (slopes): tighter than the layer test, whose
+// tolerance would not tell gelu's exact slope from its tanh approximation's (they differ by ~1e-3).
+TEST(MoeLayer, GatedActivationsMatchTheirDefinitionsAndSlopes) {
+  const std::int64_t ffn = 241;
+  std::vector<float> up(2 * ffn), d_act(ffn), act(ffn), d_up(2 * ffn);
+  for (std::int64_t c = 0; c < ffn; ++c) {
+    up[c] = -6.0f + 12.0f * float(c) / float(ffn - 1);  // gate from -6 to 6
+    up[ffn + c] = 0.5f + 0.01f * float(c);              // up
+    d_act[c] = 1.0f - 0.003f * float(c);
+  }
+  for (GatedActivation a : {GatedActivation::kSwiGLU, GatedActivation::kGeGLU, GatedActivation::kGeGLUTanh}) {
+    std::fill(act.begin(), act.end(), std::nanf(""));
+    std::fill(d_up.begin(), d_up.end(), std::nanf(""));
+    gated_activation(a, up.data(), 1, ffn, act.data());
+    gated_activation_backward(a, up.data(), d_act.data(), 1, ffn, d_up.data());
+    for (std::int64_t c = 0; c < ffn; ++c) {
+      const double g = up[c], u = up[ffn + c], da = d_act[c], eps = 1e-6;
+      const double value = gate_activation(a, g);
+      const double slope = (gate_activation(a, g + eps) - gate_activation(a, g - eps)) / (2 * eps);
+      EXPECT_NEAR(act[c], value * u, 2e-6 * (1 + std::abs(value * u))) << activation_name(a) << " gate " << g;
+      EXPECT_NEAR(d_up[c], da * u * slope, 2e-6 * (1 + std::abs(da * u * slope))) << activation_name(a) << " gate " << g;
+      EXPECT_NEAR(d_up[ffn + c], da * value, 2e-6 * (1 + std::abs(da * value))) << activation_name(a) << " gate " << g;
+    }
+  }
+}
+
+TEST(MoeLayer, ActivationNamesRoundTrip) {
+  for (GatedActivation a : {GatedActivation::kSwiGLU, GatedActivation::kGeGLU, GatedActivation::kGeGLUTanh}) {
+    auto parsed = parse_activation(activation_name(a));
+    ASSERT_TRUE(parsed.ok()) << activation_name(a);
+    EXPECT_EQ(*parsed, a);
+  }
+  auto bad = parse_activation("relu");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("geglu_tanh"), std::string::npos);  // names the known ones
 }
 
 // The values the device fill writes (and bench/moe_layer_peers.py reproduces with NumPy, so that

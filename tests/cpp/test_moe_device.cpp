@@ -20,7 +20,7 @@
 #include "moe_device_support.hpp"
 #include "moe/device_moe_ops.hpp"
 #include "moe/device_permutation.hpp"
-#include "moe/expert_ffn.hpp"
+#include "moe/gated_activation.hpp"
 #include "moe/router.hpp"
 #include "ragdot/moe_device.hpp"
 #include "ragdot/workloads.hpp"
@@ -394,32 +394,39 @@ TEST(MoeDeviceOps, RoutersMatchTheHost) {
   EXPECT_FALSE(moe::DeviceMoeOps::create(0, RouterKind::kSoftmaxTopK, 2048, 8, 1.0).ok());
 }
 
-TEST(MoeDeviceOps, SwigluMatchesTheHost) {
+const moe::GatedActivation kActivations[] = {moe::GatedActivation::kSwiGLU, moe::GatedActivation::kGeGLU,
+                                             moe::GatedActivation::kGeGLUTanh};
+
+TEST(MoeDeviceOps, GatedActivationsMatchTheHost) {
   REQUIRE_GPU();
   workloads::SplitMix64 rng(17);
   auto ops = moe::DeviceMoeOps::create(0, workloads::RouterKind::kSoftmaxTopK, 8, 2, 1.0);
   ASSERT_TRUE(ops.ok()) << ops.status().to_string();
-  for (DType dt : {DType::kF32, DType::kBF16}) {
-    const std::int64_t rows = 257, ffn = 96;
-    std::vector<float> up(static_cast<std::size_t>(rows * 2 * ffn));
-    for (auto& v : up) v = float(rng.uniform() * 6 - 3);
-    const auto upb = from_f32(up, dt);
-    const auto upr = as_f32(upb, dt);
-    std::vector<float> want(static_cast<std::size_t>(rows * ffn));
-    moe::swiglu(upr.data(), rows, ffn, want.data());
-    const std::size_t act_bytes = want.size() * dtype_size(dt);
-    DeviceBuffer d_up(upb.size()), d_act(act_bytes);
-    upload(d_up, upb);
-    poison(d_act, act_bytes);
-    Status st = ops->swiglu(d_up.p, rows, ffn, dt, d_act.p, gpu()->stream());
-    ASSERT_TRUE(st.is_ok()) << st.to_string();
-    const auto got = as_f32(download<unsigned char>(d_act, act_bytes), dt);
-    double worst = 0;
-    for (std::size_t i = 0; i < want.size(); ++i)
-      worst = std::max(worst, std::abs(double(got[i]) - want[i]) / (1.0 + std::abs(want[i])));
-    EXPECT_LT(worst, dt == DType::kF32 ? 1e-5 : 8e-3) << dtype_name(dt);
+  for (moe::GatedActivation a : kActivations) {
+    for (DType dt : {DType::kF32, DType::kBF16}) {
+      const std::int64_t rows = 257, ffn = 96;
+      std::vector<float> up(static_cast<std::size_t>(rows * 2 * ffn));
+      for (auto& v : up) v = float(rng.uniform() * 6 - 3);
+      const auto upb = from_f32(up, dt);
+      const auto upr = as_f32(upb, dt);
+      std::vector<float> want(static_cast<std::size_t>(rows * ffn));
+      moe::gated_activation(a, upr.data(), rows, ffn, want.data());
+      const std::size_t act_bytes = want.size() * dtype_size(dt);
+      DeviceBuffer d_up(upb.size()), d_act(act_bytes);
+      upload(d_up, upb);
+      poison(d_act, act_bytes);
+      Status st = ops->glu(a, d_up.p, rows, ffn, dt, d_act.p, gpu()->stream());
+      ASSERT_TRUE(st.is_ok()) << st.to_string();
+      const auto got = as_f32(download<unsigned char>(d_act, act_bytes), dt);
+      double worst = 0;
+      for (std::size_t i = 0; i < want.size(); ++i)
+        worst = std::max(worst, std::abs(double(got[i]) - want[i]) / (1.0 + std::abs(want[i])));
+      EXPECT_LT(worst, dt == DType::kF32 ? 1e-5 : 8e-3) << moe::activation_name(a) << " " << dtype_name(dt);
+    }
   }
-  EXPECT_FALSE(ops->swiglu(nullptr, 4, 4, DType::kF16, nullptr, nullptr).is_ok());
+  EXPECT_FALSE(ops->glu(moe::GatedActivation::kSwiGLU, nullptr, 4, 4, DType::kF16, nullptr, nullptr).is_ok());
+  DeviceBuffer d_up(64), d_act(32);
+  EXPECT_FALSE(ops->glu(static_cast<moe::GatedActivation>(7), d_up.p, 4, 4, DType::kBF16, d_act.p, nullptr).is_ok());
 }
 
 }  // namespace
@@ -586,47 +593,50 @@ TEST(MoeDeviceOps, RouterBackwardMatchesTheHost) {
   }
 }
 
-TEST(MoeDeviceOps, SwigluBackwardAndAccumulateMatchTheHost) {
+TEST(MoeDeviceOps, GatedActivationBackwardAndAccumulateMatchTheHost) {
   REQUIRE_GPU();
   workloads::SplitMix64 rng(31);
   auto ops = moe::DeviceMoeOps::create(0, workloads::RouterKind::kSoftmaxTopK, 8, 2, 1.0);
   ASSERT_TRUE(ops.ok()) << ops.status().to_string();
-  for (DType dt : {DType::kF32, DType::kBF16}) {
-    for (std::int64_t ffn : {std::int64_t(96), std::int64_t(13)}) {
-      const std::int64_t rows = 131;
-      std::vector<float> up(std::size_t(rows * 2 * ffn)), d_act(std::size_t(rows * ffn));
-      for (auto& v : up) v = float(rng.uniform() * 6 - 3);
-      for (auto& v : d_act) v = float(rng.uniform() * 2 - 1);
-      const auto upb = from_f32(up, dt), dab = from_f32(d_act, dt);
-      const auto upr = as_f32(upb, dt), dar = as_f32(dab, dt);
-      std::vector<float> want(up.size());
-      moe::swiglu_backward(upr.data(), dar.data(), rows, ffn, want.data());
-      const std::size_t out_bytes = want.size() * dtype_size(dt);
-      DeviceBuffer d_up(upb.size()), d_da(dab.size()), d_out(out_bytes);
-      upload(d_up, upb);
-      upload(d_da, dab);
-      poison(d_out, out_bytes);
-      Status st = ops->swiglu_backward(d_up.p, d_da.p, rows, ffn, dt, d_out.p, gpu()->stream());
-      ASSERT_TRUE(st.is_ok()) << st.to_string();
-      const auto got = as_f32(download<unsigned char>(d_out, out_bytes), dt);
-      double worst = 0;
-      for (std::size_t i = 0; i < want.size(); ++i)
-        worst = std::max(worst, std::abs(double(got[i]) - want[i]) / (1.0 + std::abs(want[i])));
-      EXPECT_LT(worst, dt == DType::kF32 ? 1e-5 : 8e-3) << dtype_name(dt) << " ffn " << ffn;
+  for (moe::GatedActivation a : kActivations) {
+    for (DType dt : {DType::kF32, DType::kBF16}) {
+      for (std::int64_t ffn : {std::int64_t(96), std::int64_t(13)}) {
+        const std::int64_t rows = 131;
+        std::vector<float> up(std::size_t(rows * 2 * ffn)), d_act(std::size_t(rows * ffn));
+        for (auto& v : up) v = float(rng.uniform() * 6 - 3);
+        for (auto& v : d_act) v = float(rng.uniform() * 2 - 1);
+        const auto upb = from_f32(up, dt), dab = from_f32(d_act, dt);
+        const auto upr = as_f32(upb, dt), dar = as_f32(dab, dt);
+        std::vector<float> want(up.size());
+        moe::gated_activation_backward(a, upr.data(), dar.data(), rows, ffn, want.data());
+        const std::size_t out_bytes = want.size() * dtype_size(dt);
+        DeviceBuffer d_up(upb.size()), d_da(dab.size()), d_out(out_bytes);
+        upload(d_up, upb);
+        upload(d_da, dab);
+        poison(d_out, out_bytes);
+        Status st = ops->glu_backward(a, d_up.p, d_da.p, rows, ffn, dt, d_out.p, gpu()->stream());
+        ASSERT_TRUE(st.is_ok()) << st.to_string();
+        const auto got = as_f32(download<unsigned char>(d_out, out_bytes), dt);
+        double worst = 0;
+        for (std::size_t i = 0; i < want.size(); ++i)
+          worst = std::max(worst, std::abs(double(got[i]) - want[i]) / (1.0 + std::abs(want[i])));
+        EXPECT_LT(worst, dt == DType::kF32 ? 1e-5 : 8e-3) << moe::activation_name(a) << " " << dtype_name(dt) << " ffn " << ffn;
 
-      // y += x over the same buffers
-      st = ops->accumulate(d_out.p, d_up.p, std::int64_t(want.size()), dt, gpu()->stream());
-      ASSERT_TRUE(st.is_ok()) << st.to_string();
-      const auto sum = as_f32(download<unsigned char>(d_out, out_bytes), dt);
-      worst = 0;
-      for (std::size_t i = 0; i < want.size(); ++i) {
-        const double w = double(got[i]) + upr[i];
-        worst = std::max(worst, std::abs(sum[i] - w) / (1.0 + std::abs(w)));
+        // y += x over the same buffers
+        st = ops->accumulate(d_out.p, d_up.p, std::int64_t(want.size()), dt, gpu()->stream());
+        ASSERT_TRUE(st.is_ok()) << st.to_string();
+        const auto sum = as_f32(download<unsigned char>(d_out, out_bytes), dt);
+        worst = 0;
+        for (std::size_t i = 0; i < want.size(); ++i) {
+          const double w = double(got[i]) + upr[i];
+          worst = std::max(worst, std::abs(sum[i] - w) / (1.0 + std::abs(w)));
+        }
+        EXPECT_LT(worst, dt == DType::kF32 ? 1e-6 : 8e-3) << "accumulate " << dtype_name(dt) << " ffn " << ffn;
       }
-      EXPECT_LT(worst, dt == DType::kF32 ? 1e-6 : 8e-3) << "accumulate " << dtype_name(dt) << " ffn " << ffn;
     }
   }
-  EXPECT_FALSE(ops->swiglu_backward(nullptr, nullptr, 4, 4, DType::kF32, nullptr, nullptr).is_ok());
+  EXPECT_FALSE(
+      ops->glu_backward(moe::GatedActivation::kGeGLU, nullptr, nullptr, 4, 4, DType::kF32, nullptr, nullptr).is_ok());
   EXPECT_FALSE(ops->accumulate(nullptr, nullptr, 4, DType::kF16, nullptr).is_ok());
 }
 

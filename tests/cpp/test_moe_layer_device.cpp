@@ -225,6 +225,7 @@ void expect_close(const LayerResult& got, const LayerResult& want, double tol, c
 struct PresetCase {
   const char* preset;
   std::int64_t shrink, tokens;
+  moe::GatedActivation activation = moe::GatedActivation::kSwiGLU;
 };
 
 class DeviceMoeLayerTest : public ::testing::TestWithParam<PresetCase> {};
@@ -234,6 +235,7 @@ TEST_P(DeviceMoeLayerTest, ForwardAndBackwardMatchTheHostLayer) {
   const PresetCase pc = GetParam();
   auto config = moe::preset_config(pc.preset, pc.shrink);
   ASSERT_TRUE(config.ok()) << config.status().to_string();
+  config->activation = pc.activation;
   const LayerData data = make_data(*config, pc.tokens, std::hash<std::string>{}(pc.preset));
   std::string error;
   const LayerResult want = run_host_layer(data, &error);
@@ -247,15 +249,20 @@ TEST_P(DeviceMoeLayerTest, ForwardAndBackwardMatchTheHostLayer) {
   for (int run = 0; run < 2; ++run) {
     Status st = run_device_layer(*layer, dev);
     ASSERT_TRUE(st.is_ok()) << st.to_string();
-    expect_close(dev.results(*layer), want, 1e-2, std::string(pc.preset) + " run " + std::to_string(run));
+    expect_close(dev.results(*layer), want, 1e-2,
+                 std::string(pc.preset) + " " + moe::activation_name(pc.activation) + " run " + std::to_string(run));
   }
 }
 
 INSTANTIATE_TEST_SUITE_P(Presets, DeviceMoeLayerTest,
                          ::testing::Values(PresetCase{"mixtral-8x7b", 16, 512}, PresetCase{"deepseek-v3", 16, 64},
-                                           PresetCase{"llama4-scout", 16, 200}, PresetCase{"qwen3-30b-a3b", 16, 96}),
+                                           PresetCase{"llama4-scout", 16, 200}, PresetCase{"qwen3-30b-a3b", 16, 96},
+                                           PresetCase{"qwen3-30b-a3b", 16, 80, moe::GatedActivation::kGeGLU},
+                                           PresetCase{"llama4-scout", 16, 72, moe::GatedActivation::kGeGLUTanh}),
                          [](const auto& info) {
                            std::string n = info.param.preset;
+                           if (info.param.activation != moe::GatedActivation::kSwiGLU)
+                             n += std::string("_") + moe::activation_name(info.param.activation);
                            for (char& ch : n)
                              if (ch == '-' || ch == '.') ch = '_';
                            return n;
@@ -506,6 +513,13 @@ TEST(DeviceMoeLayer, RejectsBadArguments) {
   moe::MoeConfig wide = *config;
   wide.experts = 2048;
   EXPECT_FALSE(moe::DeviceMoeLayer::create(wide, 16).ok());
+  moe::MoeConfig geglu = *config;
+  geglu.activation = moe::GatedActivation::kGeGLU;
+  o = {};
+  o.swiglu_in_up_gemm = true;  // fuses SwiGLU only
+  EXPECT_FALSE(moe::DeviceMoeLayer::create(geglu, 16, o).ok());
+  geglu.activation = static_cast<moe::GatedActivation>(5);
+  EXPECT_FALSE(moe::DeviceMoeLayer::create(geglu, 16).ok());
   auto layer = moe::DeviceMoeLayer::create(*config, 16);
   ASSERT_TRUE(layer.ok()) << layer.status().to_string();
   DeviceBuffer x(16 * std::size_t(config->hidden) * 2), y(16 * std::size_t(config->hidden) * 2);

@@ -26,10 +26,12 @@ constexpr double kWeightBudgetBytes = 256.0 * 1024 * 1024;
 CommandHelp layer_help() {
   CommandHelp h;
   h.name = "layer";
-  h.synopsis = "[--model PRESET] [--tokens N] [--shrink F] [--backend cpu|cpu_ref|cuda] [--capacity-factor F]";
+  h.synopsis =
+      "[--model PRESET] [--tokens N] [--shrink F] [--backend cpu|cpu_ref|cuda] [--activation A] [--capacity-factor F]";
   h.description =
       "Runs one Mixture-of-Experts layer of a model preset: the preset's router, a stable sort of the\n"
-      "(token, slot) pairs by expert, the expert FFN as ragged dots (gate and up fused, SwiGLU, down),\n"
+      "(token, slot) pairs by expert, the expert FFN as ragged dots (gate and up fused, the gated\n"
+      "activation (SwiGLU, or GeGLU with --activation), down),\n"
       "the shared experts and the weighted combine; then its backward (gradients of the input, the\n"
       "router, the expert and the shared weights). Prints the median forward and forward + backward\n"
       "times beside the same layer on the padded baselines: dropless (capacity = the largest group)\n"
@@ -47,6 +49,7 @@ CommandHelp layer_help() {
       {"tokens", "N", "tokens in the batch (default 512 on the CPU, 4096 on the GPU)"},
       {"shrink", "F", "divide hidden and expert ffn by F (CPU default: the smallest power of two >= 8\nthat keeps the expert weights under 256 MiB; GPU default 1)"},
       {"backend", "B", "where the layer runs: cpu (default), cpu_ref, or cuda (the GPU)"},
+      {"activation", "A", "the experts' gated activation: swiglu (default, every preset's), geglu\n(gelu through erf) or geglu_tanh (gelu's tanh approximation)"},
       {"capacity-factor", "F", "the dropping baseline's capacity factor (default 1.25)"},
       {"seed", "N", "seed of the parameters and inputs (default 1)"},
       {"reps", "N", "timed repetitions, the median is reported (default 3 on the CPU, 10 on the GPU)"},
@@ -61,6 +64,7 @@ CommandHelp layer_help() {
       "  ragdot layer\n"
       "  ragdot layer --model deepseek-v3 --tokens 256\n"
       "  ragdot layer --model qwen3-30b-a3b --capacity-factor 1.0\n"
+      "  ragdot layer --model qwen3-30b-a3b --activation geglu\n"
       "  ragdot layer --backend cuda --model deepseek-v3 --tokens 8192 --json layer.json\n";
   return h;
 }
@@ -108,11 +112,20 @@ int command_layer(const std::vector<std::string>& args) {
   const double factor = o.has("capacity-factor") ? parse_real(*o.get("capacity-factor"), "capacity-factor", 1e-3, 1e3) : 1.25;
   const std::uint64_t seed = o.has("seed") ? std::uint64_t(parse_integer(*o.get("seed"), "seed", 0, 1LL << 62)) : 1;
   const int reps = o.has("reps") ? int(parse_integer(*o.get("reps"), "reps", 1, 1000)) : (gpu ? 10 : 3);
+  moe::GatedActivation activation = moe::GatedActivation::kSwiGLU;
+  if (auto v = o.get("activation")) {
+    auto parsed = moe::parse_activation(*v);
+    if (!parsed.ok()) throw UsageError("--activation: " + parsed.status().message());
+    activation = *parsed;
+  }
+  if (o.has("fused-swiglu") && activation != moe::GatedActivation::kSwiGLU)
+    throw UsageError(std::string("--fused-swiglu fuses SwiGLU only, not --activation ") + moe::activation_name(activation));
   if (gpu) {
     GpuLayerRequest rq;
     rq.preset = preset;
     rq.tokens = tokens;
     rq.shrink = shrink;
+    rq.activation = activation;
     rq.capacity_factor = factor;
     rq.seed = seed;
     rq.reps = reps;
@@ -133,7 +146,8 @@ int command_layer(const std::vector<std::string>& args) {
 
   auto config = moe::preset_config(preset.name, shrink);
   if (!config.ok()) throw UsageError(config.status().message());
-  const moe::MoeConfig c = *config;
+  moe::MoeConfig c = *config;
+  c.activation = activation;
   const std::size_t h = std::size_t(c.hidden), f = std::size_t(c.ffn), e = std::size_t(c.experts),
                     s = std::size_t(c.shared_experts), t = std::size_t(tokens);
   workloads::SplitMix64 rng(seed);
@@ -149,9 +163,9 @@ int command_layer(const std::vector<std::string>& args) {
   std::vector<float> dx(t * h), dr(h * e), dwu(w_up.size()), dwd(w_down.size()), dsu(s_up.size()), dsd(s_down.size());
   const moe::MoeGrads grads{dx.data(), dr.data(), dwu.data(), dwd.data(), dsu.data(), dsd.data()};
 
-  std::printf("MoE layer %s / %lld: %lld tokens, hidden %lld, ffn %lld, %lld experts, top-%lld, %lld shared, f32\n",
+  std::printf("MoE layer %s / %lld: %lld tokens, hidden %lld, ffn %lld, %lld experts, top-%lld, %lld shared, %s, f32\n",
               preset.name.c_str(), (long long)shrink, (long long)tokens, (long long)c.hidden, (long long)c.ffn,
-              (long long)c.experts, (long long)c.top_k, (long long)c.shared_experts);
+              (long long)c.experts, (long long)c.top_k, (long long)c.shared_experts, moe::activation_name(c.activation));
 
   auto run_path = [&](const std::string& name, const PlanOptions& po) -> Result<PathResult> {
     RAGDOT_ASSIGN_OR_RETURN(moe::MoeLayer layer, moe::MoeLayer::create(c, tokens, po));

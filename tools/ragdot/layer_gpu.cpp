@@ -235,6 +235,7 @@ std::string json_report(const GpuLayerRequest& rq, const moe::MoeConfig& c, cons
   w.field("experts", c.experts);
   w.field("top_k", c.top_k);
   w.field("shared_experts", c.shared_experts);
+  w.field("activation", moe::activation_name(c.activation));
   w.field("dtype", "bf16");
   w.field("seed", (unsigned long long)rq.seed);
   w.field("reps", rq.reps);
@@ -309,13 +310,14 @@ int run_gpu_layer(const GpuLayerRequest& rq) {
   }
   auto config = moe::preset_config(rq.preset.name, rq.shrink);
   if (!config.ok()) throw UsageError(config.status().message());
-  const moe::MoeConfig c = *config;
+  moe::MoeConfig c = *config;
+  c.activation = rq.activation;
   const auto cuda = find_backend("cuda");
   const std::string device = cuda ? cuda->detail : "";
-  std::printf("MoE layer %s%s: %lld tokens, hidden %lld, ffn %lld, %lld experts, top-%lld, %lld shared, bf16 on %s\n",
+  std::printf("MoE layer %s%s: %lld tokens, hidden %lld, ffn %lld, %lld experts, top-%lld, %lld shared, %s, bf16 on %s\n",
               rq.preset.name.c_str(), rq.shrink > 1 ? format(" / %lld", (long long)rq.shrink).c_str() : "",
               (long long)rq.tokens, (long long)c.hidden, (long long)c.ffn, (long long)c.experts, (long long)c.top_k,
-              (long long)c.shared_experts, device.c_str());
+              (long long)c.shared_experts, moe::activation_name(c.activation), device.c_str());
   auto tensors = make_tensors(*mem, c, rq.tokens, rq.seed);
   if (!tensors.ok()) {
     std::fprintf(stderr, "ragdot layer: error: %s\n", tensors.status().to_string().c_str());
@@ -359,8 +361,8 @@ int run_gpu_layer(const GpuLayerRequest& rq) {
                                false));
     }
     // and with SwiGLU in the up projection's epilogue (forward: no [T k, 2F] product written and
-    // read back; backward runs the up projection again)
-    if (!rq.fused_swiglu) {
+    // read back; backward runs the up projection again), for a SwiGLU layer
+    if (!rq.fused_swiglu && c.activation == moe::GatedActivation::kSwiGLU) {
       moe::DeviceMoeOptions fused;
       fused.swiglu_in_up_gemm = true;
       paths.push_back(run_path("ragdot (cuda), SwiGLU fused into the up projection", fused, c, rq, *tensors, *mem,

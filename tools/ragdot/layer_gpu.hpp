@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 
+#include "ragdot/moe.hpp"
 #include "ragdot/workloads.hpp"
 
 namespace ragdot::cli {
@@ -15,6 +16,7 @@ struct GpuLayerRequest {
   workloads::MoePreset preset;
   std::int64_t tokens = 4096;
   std::int64_t shrink = 1;
+  moe::GatedActivation activation = moe::GatedActivation::kSwiGLU;  // the preset's is SwiGLU
   double capacity_factor = 1.25;
   std::uint64_t seed = 1;
   int reps = 10;

@@ -47,7 +47,7 @@ from jax.interpreters import mlir
 from jax.sharding import Mesh, PartitionSpec as P
 
 from ._api import ragged_dot as ragdot_ragged_dot
-from .moe import MoeParams, combine, expert_ffn, route, scaled_input, sort_pairs
+from .moe import MoeParams, combine, expert_ffn, gate_activation, route, scaled_input, sort_pairs
 
 DISPATCHES = ("all_to_all", "all_gather")
 TRANSPORTS = ("auto", "ragged", "dense")
@@ -141,7 +141,7 @@ def _regroup(sizes, rows: int):
     return jnp.clip(src, 0, rows - 1)
 
 
-def _all_to_all_shard(x, params: MoeParams, *, axis, shards, top_k, router, scaling, send, dot):
+def _all_to_all_shard(x, params: MoeParams, *, axis, shards, top_k, router, scaling, send, dot, activation):
     """One shard of the all_to_all dispatch: x [T/n, H] local tokens, params' experts local."""
     local_experts = params.w_up.shape[0]
     me = lax.axis_index(axis)
@@ -159,7 +159,7 @@ def _all_to_all_shard(x, params: MoeParams, *, axis, shards, top_k, router, scal
     # received rows come grouped by sender, each sender's by local expert: regroup by expert
     mine = counts[:, me, :]  # [sender, local expert]
     out = expert_ffn(jnp.take(buf, _regroup(mine, received), axis=0), params.w_up, params.w_down,
-                     jnp.sum(mine, axis=0), dot)
+                     jnp.sum(mine, axis=0), dot, activation=activation)
     out = jnp.take(out, _regroup(mine.T, received), axis=0)
     # each shard gets back at most what it sent: its own rows
     back = send(out, jnp.zeros_like(rows), land_offsets[:, me], recv_sizes, send_offsets[:, me], send_sizes,
@@ -167,7 +167,7 @@ def _all_to_all_shard(x, params: MoeParams, *, axis, shards, top_k, router, scal
     return combine(back, pairs, routing.weights).astype(x.dtype)
 
 
-def _all_gather_shard(x, params: MoeParams, *, axis, shards, top_k, router, scaling, send, dot):
+def _all_gather_shard(x, params: MoeParams, *, axis, shards, top_k, router, scaling, send, dot, activation):
     """One shard of the all_gather dispatch: every token here, only the local experts computed."""
     local_experts = params.w_up.shape[0]
     xs = lax.all_gather(x, axis, tiled=True)
@@ -175,14 +175,15 @@ def _all_gather_shard(x, params: MoeParams, *, axis, shards, top_k, router, scal
     pairs = sort_pairs(routing.experts, local_experts * shards)
     rows = jnp.take(scaled_input(xs, routing), pairs.order // top_k, axis=0)
     offset = (lax.axis_index(axis) * local_experts).astype(jnp.int32).reshape(1)
-    out = expert_ffn(rows, params.w_up, params.w_down, pairs.group_sizes, dot, group_offset=offset)
+    out = expert_ffn(rows, params.w_up, params.w_down, pairs.group_sizes, dot, activation=activation,
+                     group_offset=offset)
     partial_y = combine(out, pairs, routing.weights)
     return lax.psum_scatter(partial_y, axis, scatter_dimension=0, tiled=True).astype(x.dtype)
 
 
 def expert_parallel_moe_shard(x, params: MoeParams, *, axis: str, top_k: int, router: str = "softmax",
                               scaling: float = 1.0, dispatch: str = "all_to_all", transport: str = "auto",
-                              ragged_dot: Callable = ragdot_ragged_dot):
+                              ragged_dot: Callable = ragdot_ragged_dot, activation: str = "swiglu"):
     """The body of expert_parallel_moe for a caller's own shard_map over `axis`: x [T/n, H] (this
     shard's tokens), params with this shard's experts (w_up [E/n, H, 2F], w_down [E/n, F, H]) and
     the whole router. `transport` as for expert_parallel_moe ("auto": dense when JAX's default
@@ -191,13 +192,14 @@ def expert_parallel_moe_shard(x, params: MoeParams, *, axis: str, top_k: int, ro
     if dispatch not in DISPATCHES:
         raise ValueError(f"dispatch {dispatch!r}: expected one of {', '.join(DISPATCHES)}")
     body = _all_to_all_shard if dispatch == "all_to_all" else _all_gather_shard
+    gate_activation(activation)  # a clear error before tracing the body
     return body(x, params, axis=axis, shards=lax.axis_size(axis), top_k=top_k, router=router, scaling=scaling,
-                send=_transport(transport, jax.default_backend()), dot=ragged_dot)
+                send=_transport(transport, jax.default_backend()), dot=ragged_dot, activation=activation)
 
 
 def expert_parallel_moe(x, params: MoeParams, mesh: Mesh, *, axis: str = "ep", top_k: int, router: str = "softmax",
                         scaling: float = 1.0, dispatch: str = "all_to_all", transport: str = "auto",
-                        ragged_dot: Callable = ragdot_ragged_dot):
+                        ragged_dot: Callable = ragdot_ragged_dot, activation: str = "swiglu"):
     """The routed experts of one MoE layer with the experts and the tokens sharded over `axis` of
     `mesh`: x [T, H] -> y [T, H], equal to moe_layer(x, params, ...) on one device. T and E must
     be multiples of the axis size. Usable under jax.jit and jax.grad."""
@@ -209,7 +211,7 @@ def expert_parallel_moe(x, params: MoeParams, mesh: Mesh, *, axis: str = "ep", t
     if transport == "auto":
         transport = "dense" if mesh.devices.flat[0].platform == "cpu" else "ragged"
     body = functools.partial(expert_parallel_moe_shard, axis=axis, top_k=top_k, router=router, scaling=scaling,
-                             dispatch=dispatch, ragged_dot=ragged_dot, transport=transport)
+                             dispatch=dispatch, ragged_dot=ragged_dot, transport=transport, activation=activation)
     param_specs = MoeParams(P(), P(axis), P(axis), None if params.router_bias is None else P())
     # check_vma=False: ragdot's custom call has no varying-manual-axes rule
     fn = jax.shard_map(body, mesh=mesh, in_specs=(P(axis), param_specs), out_specs=P(axis), check_vma=False)

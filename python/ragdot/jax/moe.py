@@ -1,6 +1,6 @@
 """An MoE layer on ragged dots in JAX: the routers of ragdot's presets, the sort of the (token,
-slot) pairs by expert, the expert FFN (gate and up fused in one ragged dot, SwiGLU, one ragged dot
-down) and the weighted combine. `moe_layer` is the single-device layer, written with plain
+slot) pairs by expert, the expert FFN (gate and up fused in one ragged dot, a gated activation:
+SwiGLU by default, or GeGLU; one ragged dot down) and the weighted combine. `moe_layer` is the single-device layer, written with plain
 `jax.lax.ragged_dot` by default; ragdot.jax.expert_parallel shards the same layer's experts over
 devices and must give its result.
 
@@ -16,6 +16,21 @@ import jax.numpy as jnp
 from jax import lax
 
 ROUTERS = ("softmax", "deepseek_v3", "llama4")
+
+# The gate's activation of each gated activation (ragdot::moe::GatedActivation): act = a(gate) * up.
+GATE_ACTIVATIONS = {
+    "swiglu": jax.nn.silu,
+    "geglu": lambda g: jax.nn.gelu(g, approximate=False),  # gelu through erf
+    "geglu_tanh": lambda g: jax.nn.gelu(g, approximate=True),  # gelu's tanh approximation
+}
+ACTIVATIONS = tuple(GATE_ACTIVATIONS)
+
+
+def gate_activation(activation: str) -> Callable:
+    """The gate's activation function of `activation` (one of ACTIVATIONS)."""
+    if activation not in GATE_ACTIVATIONS:
+        raise ValueError(f"activation {activation!r}: expected one of {', '.join(ACTIVATIONS)}")
+    return GATE_ACTIVATIONS[activation]
 
 
 class MoeParams(NamedTuple):
@@ -79,12 +94,15 @@ def sort_pairs(experts, num_experts: int) -> SortedPairs:
     return SortedPairs(order, inverse, group_sizes)
 
 
-def expert_ffn(rows, w_up, w_down, group_sizes, ragged_dot: Callable = lax.ragged_dot, **dot_kwargs):
-    """rows [M, H] sorted by expert -> [M, H]: ragged dot up to [M, 2F], silu(gate) * up, ragged dot
-    down. `dot_kwargs` go to both ragged dots (ragdot.jax.ragged_dot's group_offset, say)."""
+def expert_ffn(rows, w_up, w_down, group_sizes, ragged_dot: Callable = lax.ragged_dot, *,
+               activation: str = "swiglu", **dot_kwargs):
+    """rows [M, H] sorted by expert -> [M, H]: ragged dot up to [M, 2F], a(gate) * up (a: silu for
+    "swiglu", gelu for "geglu" and "geglu_tanh"), ragged dot down. `dot_kwargs` go to both ragged
+    dots (ragdot.jax.ragged_dot's group_offset, say)."""
+    act_fn = gate_activation(activation)
     up = ragged_dot(rows, w_up, group_sizes, **dot_kwargs)
     f = w_down.shape[-2]
-    act = jax.nn.silu(up[:, :f].astype(jnp.float32)) * up[:, f:].astype(jnp.float32)
+    act = act_fn(up[:, :f].astype(jnp.float32)) * up[:, f:].astype(jnp.float32)
     return ragged_dot(act.astype(rows.dtype), w_down, group_sizes, **dot_kwargs)
 
 
@@ -96,11 +114,12 @@ def combine(out_sorted, pairs: SortedPairs, weights):
 
 
 def moe_layer(x, params: MoeParams, *, top_k: int, router: str = "softmax", scaling: float = 1.0,
-              ragged_dot: Callable = lax.ragged_dot):
-    """The routed experts of one MoE layer on one device: x [T, H] -> y [T, H] (x's dtype)."""
+              ragged_dot: Callable = lax.ragged_dot, activation: str = "swiglu"):
+    """The routed experts of one MoE layer on one device: x [T, H] -> y [T, H] (x's dtype).
+    `activation`: the experts' gated activation, one of ACTIVATIONS."""
     num_experts = params.w_up.shape[0]
     routing = route(x, params.router, top_k=top_k, kind=router, scaling=scaling, bias=params.router_bias)
     pairs = sort_pairs(routing.experts, num_experts)
     rows = jnp.take(scaled_input(x, routing), pairs.order // top_k, axis=0)
-    out = expert_ffn(rows, params.w_up, params.w_down, pairs.group_sizes, ragged_dot)
+    out = expert_ffn(rows, params.w_up, params.w_down, pairs.group_sizes, ragged_dot, activation=activation)
     return combine(out, pairs, routing.weights).astype(x.dtype)

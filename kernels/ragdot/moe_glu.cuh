@@ -1,0 +1,159 @@
+// The gated activation between the MoE layer's two expert ragged dots on the device, and its
+// backward: act = a(gate) * up for rows [gate | up] of the fused up projection, in f32, stored as
+// the rows' type, with a silu (SwiGLU), gelu (GeGLU) or gelu's tanh approximation; backward
+// d_gate = d_act * up * a'(gate), d_up = d_act * a(gate), into [d_gate | d_up] rows. Rows past the
+// routed ones are zeros in `up` (the ragged dot guarantees it) and stay zeros. Eight columns per
+// thread where the rows allow it; the activation is a template argument, chosen once per launch.
+//
+//   ragdot_moe_glu            grid-stride over rows x ffn, block 256
+//   ragdot_moe_glu_backward   the same
+#pragma once
+
+#include "ragdot/common.cuh"
+#include "ragdot/moe_params.h"
+#include "ragdot/moe_rows.cuh"
+
+namespace ragdot {
+
+// a(g) and a'(g). SwiGLU's value is common.cuh's silu, the expression the GEMM epilogue that
+// fuses SwiGLU uses too, so that both round the same way.
+struct GluSilu {
+  static __device__ __forceinline__ float value(float g) { return silu(g); }
+  static __device__ __forceinline__ float slope(float g) {
+    const float s = 1.0f / (1.0f + __expf(-g));
+    return s * (1.0f + g * (1.0f - s));
+  }
+};
+struct GluGelu {  // g Phi(g); slope Phi(g) + g phi(g)
+  static __device__ __forceinline__ float value(float g) { return 0.5f * g * (1.0f + erff(g * 0.70710678118654752f)); }
+  static __device__ __forceinline__ float slope(float g) {
+    return 0.5f * (1.0f + erff(g * 0.70710678118654752f)) + g * 0.39894228040143268f * __expf(-0.5f * g * g);
+  }
+};
+struct GluGeluTanh {  // 0.5 g (1 + tanh(c (g + 0.044715 g^3))), c = sqrt(2 / pi)
+  static __device__ __forceinline__ float value(float g) {
+    return 0.5f * g * (1.0f + tanhf(0.79788456080286536f * (g + 0.044715f * g * g * g)));
+  }
+  static __device__ __forceinline__ float slope(float g) {
+    const float t = tanhf(0.79788456080286536f * (g + 0.044715f * g * g * g));
+    return 0.5f * (1.0f + t) + 0.5f * g * (1.0f - t * t) * 0.79788456080286536f * (1.0f + 3.0f * 0.044715f * g * g);
+  }
+};
+
+// (row, first column) of the i-th group of `width` columns in rows of `cols` groups.
+__device__ __forceinline__ void moe_split(long long i, long long cols, long long& r, long long& c) {
+  if (i < 0xffffffffLL && cols < 0xffffffffLL) {  // 32-bit division where it fits
+    r = (long long)((unsigned)i / (unsigned)cols);
+  } else {
+    r = i / cols;
+  }
+  c = i - r * cols;
+}
+
+template <class T, class A>
+__device__ __forceinline__ void moe_glu(const RagdotMoeGluParams& p) {
+  typedef typename Storage<T>::type S;
+  const S* up = (const S*)p.up;
+  S* act = (S*)p.act;
+  const long long stride = (long long)gridDim.x * blockDim.x;
+  if (moe_rows_vectorizable(p.ffn, p.up, p.act, 0)) {
+    const long long groups = p.ffn / 8, n = p.rows * groups;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+      long long r, c;
+      moe_split(i, groups, r, c);
+      c *= 8;
+      float g[8], u[8];
+      moe_load8(up + r * 2 * p.ffn + c, g);
+      moe_load8(up + r * 2 * p.ffn + p.ffn + c, u);
+#pragma unroll
+      for (int j = 0; j < 8; ++j) g[j] = A::value(g[j]) * u[j];
+      moe_store8(act + r * p.ffn + c, g);
+    }
+    return;
+  }
+  const long long n = p.rows * p.ffn;
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+    long long r, c;
+    moe_split(i, p.ffn, r, c);
+    const float g = to_float(up[r * 2 * p.ffn + c], T()), u = to_float(up[r * 2 * p.ffn + p.ffn + c], T());
+    act[i] = from_float(A::value(g) * u, T());
+  }
+}
+
+// d_gate, d_up of one element from gate, up and d_act.
+template <class A>
+__device__ __forceinline__ void moe_glu_grad(float g, float u, float da, float& dg, float& du) {
+  dg = da * u * A::slope(g);
+  du = da * A::value(g);
+}
+
+template <class T, class A>
+__device__ __forceinline__ void moe_glu_backward(const RagdotMoeGluParams& p) {
+  typedef typename Storage<T>::type S;
+  const S* up = (const S*)p.up;
+  const S* d_act = (const S*)p.d_act;
+  S* d_up = (S*)p.d_up;
+  const long long stride = (long long)gridDim.x * blockDim.x;
+  if (moe_rows_vectorizable(p.ffn, p.up, p.d_act, p.d_up)) {
+    const long long groups = p.ffn / 8, n = p.rows * groups;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+      long long r, c;
+      moe_split(i, groups, r, c);
+      c *= 8;
+      float g[8], u[8], da[8];
+      moe_load8(up + r * 2 * p.ffn + c, g);
+      moe_load8(up + r * 2 * p.ffn + p.ffn + c, u);
+      moe_load8(d_act + r * p.ffn + c, da);
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        float dg, du;
+        moe_glu_grad<A>(g[j], u[j], da[j], dg, du);
+        g[j] = dg;
+        u[j] = du;
+      }
+      moe_store8(d_up + r * 2 * p.ffn + c, g);
+      moe_store8(d_up + r * 2 * p.ffn + p.ffn + c, u);
+    }
+    return;
+  }
+  const long long n = p.rows * p.ffn;
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+    long long r, c;
+    moe_split(i, p.ffn, r, c);
+    float dg, du;
+    moe_glu_grad<A>(to_float(up[r * 2 * p.ffn + c], T()), to_float(up[r * 2 * p.ffn + p.ffn + c], T()),
+                    to_float(d_act[i], T()), dg, du);
+    d_up[r * 2 * p.ffn + c] = from_float(dg, T());
+    d_up[r * 2 * p.ffn + p.ffn + c] = from_float(du, T());
+  }
+}
+
+// f<T, A>(p) for the params' element type and activation (the host checked both).
+template <template <class, class> class F>
+__device__ __forceinline__ void moe_glu_dispatch(const RagdotMoeGluParams& p) {
+  if (p.elem_bytes == 2) {
+    if (p.activation == RAGDOT_MOE_GLU_GELU) F<BF16, GluGelu>::run(p);
+    else if (p.activation == RAGDOT_MOE_GLU_GELU_TANH) F<BF16, GluGeluTanh>::run(p);
+    else F<BF16, GluSilu>::run(p);
+  } else {
+    if (p.activation == RAGDOT_MOE_GLU_GELU) F<F32, GluGelu>::run(p);
+    else if (p.activation == RAGDOT_MOE_GLU_GELU_TANH) F<F32, GluGeluTanh>::run(p);
+    else F<F32, GluSilu>::run(p);
+  }
+}
+template <class T, class A> struct MoeGluForward {
+  static __device__ __forceinline__ void run(const RagdotMoeGluParams& p) { moe_glu<T, A>(p); }
+};
+template <class T, class A> struct MoeGluBackward {
+  static __device__ __forceinline__ void run(const RagdotMoeGluParams& p) { moe_glu_backward<T, A>(p); }
+};
+
+}  // namespace ragdot
+
+extern "C" __global__ void __launch_bounds__(256) ragdot_moe_glu(const RagdotMoeGluParams p) {
+  ragdot::moe_glu_dispatch<ragdot::MoeGluForward>(p);
+}
+
+extern "C" __global__ void __launch_bounds__(256) ragdot_moe_glu_backward(const RagdotMoeGluParams p) {
+  ragdot::moe_glu_dispatch<ragdot::MoeGluBackward>(p);
+}
