@@ -68,9 +68,11 @@ def build(layers, peers):
             else:
                 key = "padded_dropless" if "dropless" in p["name"] else "padded_capacity"
             row[key] = p
+        row["activation"] = rep.get("activation", "swiglu")
         for fw in ("torch", "jax"):
+            # the peers' layers are SwiGLU: a GeGLU report (ragdot layer --activation) has none
             rec = next((r for r in peers if r.get("framework") == fw and r.get("preset") == rep["preset"]
-                        and r.get("tokens") == rep["tokens"]), None)
+                        and r.get("tokens") == rep["tokens"]), None) if row["activation"] == "swiglu" else None
             row[fw] = rec
             if rec:
                 row[f"{fw}_over_ragdot_forward"] = ratio(rec.get("forward_ms"), ours.get("forward_ms"))

@@ -60,7 +60,8 @@ template <class T> __device__ __forceinline__ void store_pair(u16* dst, float x,
 }
 
 // SwiGLU's gate activation, g sigmoid(g): one expression for every kernel that applies it (the MoE
-// layer's SwiGLU kernel and the GEMM epilogue that fuses it), so that both round the same way.
+// layer's gated-activation kernel and the GEMM epilogue that fuses SwiGLU), so that both round the
+// same way.
 __device__ __forceinline__ float silu(float g) { return g / (1.0f + __expf(-g)); }
 
 __device__ __forceinline__ u32 smem_address(const void* p) {

@@ -30,13 +30,18 @@ struct GluGelu {  // g Phi(g); slope Phi(g) + g phi(g)
     return 0.5f * (1.0f + erff(g * 0.70710678118654752f)) + g * 0.39894228040143268f * __expf(-0.5f * g * g);
   }
 };
-struct GluGeluTanh {  // 0.5 g (1 + tanh(c (g + 0.044715 g^3))), c = sqrt(2 / pi)
-  static __device__ __forceinline__ float value(float g) {
-    return 0.5f * g * (1.0f + tanhf(0.79788456080286536f * (g + 0.044715f * g * g * g)));
+// 0.5 g (1 + tanh(z)), z = c (g + 0.044715 g^3), c = sqrt(2 / pi), written as g s with
+// s = 0.5 (1 + tanh z) = sigmoid(2 z): the kernels compile with fast math, under which tanhf is
+// tanh.approx (relative error ~2^-11); __expf keeps silu's accuracy, and the sigmoid form has no
+// cancellation where the gate is very negative. Slope: s + 2 g s (1 - s) dz/dg.
+struct GluGeluTanh {
+  static __device__ __forceinline__ float half_one_plus_tanh(float g) {
+    return 1.0f / (1.0f + __expf(-2.0f * 0.79788456080286536f * (g + 0.044715f * g * g * g)));
   }
+  static __device__ __forceinline__ float value(float g) { return g * half_one_plus_tanh(g); }
   static __device__ __forceinline__ float slope(float g) {
-    const float t = tanhf(0.79788456080286536f * (g + 0.044715f * g * g * g));
-    return 0.5f * (1.0f + t) + 0.5f * g * (1.0f - t * t) * 0.79788456080286536f * (1.0f + 3.0f * 0.044715f * g * g);
+    const float s = half_one_plus_tanh(g);
+    return s + 2.0f * g * s * (1.0f - s) * 0.79788456080286536f * (1.0f + 3.0f * 0.044715f * g * g);
   }
 };
 
@@ -128,17 +133,20 @@ __device__ __forceinline__ void moe_glu_backward(const RagdotMoeGluParams& p) {
   }
 }
 
-// f<T, A>(p) for the params' element type and activation (the host checked both).
+// F<T, A>::run(p) for the params' element type and activation; an unknown activation code writes
+// nothing (the host checks it first, so that one is an error there).
+template <template <class, class> class F, class T>
+__device__ __forceinline__ void moe_glu_dispatch_activation(const RagdotMoeGluParams& p) {
+  if (p.activation == RAGDOT_MOE_GLU_SILU) F<T, GluSilu>::run(p);
+  else if (p.activation == RAGDOT_MOE_GLU_GELU) F<T, GluGelu>::run(p);
+  else if (p.activation == RAGDOT_MOE_GLU_GELU_TANH) F<T, GluGeluTanh>::run(p);
+}
 template <template <class, class> class F>
 __device__ __forceinline__ void moe_glu_dispatch(const RagdotMoeGluParams& p) {
   if (p.elem_bytes == 2) {
-    if (p.activation == RAGDOT_MOE_GLU_GELU) F<BF16, GluGelu>::run(p);
-    else if (p.activation == RAGDOT_MOE_GLU_GELU_TANH) F<BF16, GluGeluTanh>::run(p);
-    else F<BF16, GluSilu>::run(p);
+    moe_glu_dispatch_activation<F, BF16>(p);
   } else {
-    if (p.activation == RAGDOT_MOE_GLU_GELU) F<F32, GluGelu>::run(p);
-    else if (p.activation == RAGDOT_MOE_GLU_GELU_TANH) F<F32, GluGeluTanh>::run(p);
-    else F<F32, GluSilu>::run(p);
+    moe_glu_dispatch_activation<F, F32>(p);
   }
 }
 template <class T, class A> struct MoeGluForward {

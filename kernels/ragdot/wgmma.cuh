@@ -46,7 +46,7 @@
 // [n0 / 2, n0 / 2 + kBN / 2) in its first kBN / 2 columns and the matching up columns
 // n / 2 + [n0 / 2, ...) in the rest (b_column), so each consumer thread holds both operands of its
 // activations in its accumulators: act = silu(gate) * up, from gate and up rounded to the output
-// type first, exactly as ragdot_moe_swiglu computes it from a stored product. Gate boxes that run
+// type first, exactly as ragdot_moe_glu computes SwiGLU from a stored product. Gate boxes that run
 // past n / 2 multiply up columns that are never stored; up boxes past n read TMA's zeros.
 //
 // Rows added into a table (kScatterOut, mode 1): each row of the product, rounded to the output

@@ -750,7 +750,7 @@ bool DeviceMoeLayer::graph_safe() const {
 }
 
 std::string DeviceMoeLayer::describe() const {
-  std::string out = std::string("activation: ") + activation_name(s_->c.activation) + "\n";
+  std::string out;
   for (std::size_t i = 0; i < s_->plans.size(); ++i) out += layer_gemm_name(int(i)) + ": " + s_->plans[i].to_string() + "\n";
   if (s_->swiglu_up) out += layer_gemm_name(kRouted + kFfnUp) + " with SwiGLU (forward): " + s_->swiglu_up->to_string() + "\n";
   if (s_->scatter_down) {

@@ -8,7 +8,7 @@ namespace ragdot::moe {
 namespace {
 
 constexpr float kInvSqrt2 = 0.70710678118654752f, kInvSqrt2Pi = 0.39894228040143268f;
-// gelu's tanh approximation: 0.5 g (1 + tanh(kTanhScale (g + kTanhCubic g^3)))
+// gelu's tanh approximation: 0.5 g (1 + tanh(z)), z = kTanhScale (g + kTanhCubic g^3)
 constexpr float kTanhScale = 0.79788456080286536f, kTanhCubic = 0.044715f;
 
 float sigmoid(float z) { return 1.0f / (1.0f + std::exp(-z)); }
@@ -26,11 +26,14 @@ struct Gelu {
   // Phi(g) + g phi(g)
   static float slope(float g) { return 0.5f * (1.0f + std::erf(g * kInvSqrt2)) + g * kInvSqrt2Pi * std::exp(-0.5f * g * g); }
 };
+// as g s with s = 0.5 (1 + tanh z) = sigmoid(2 z), as the device kernel computes it (no
+// cancellation where the gate is very negative); slope s + 2 g s (1 - s) dz/dg
 struct GeluTanh {
-  static float value(float g) { return 0.5f * g * (1.0f + std::tanh(kTanhScale * (g + kTanhCubic * g * g * g))); }
+  static float half_one_plus_tanh(float g) { return sigmoid(2.0f * kTanhScale * (g + kTanhCubic * g * g * g)); }
+  static float value(float g) { return g * half_one_plus_tanh(g); }
   static float slope(float g) {
-    const float t = std::tanh(kTanhScale * (g + kTanhCubic * g * g * g));
-    return 0.5f * (1.0f + t) + 0.5f * g * (1.0f - t * t) * kTanhScale * (1.0f + 3.0f * kTanhCubic * g * g);
+    const float s = half_one_plus_tanh(g);
+    return s + 2.0f * g * s * (1.0f - s) * kTanhScale * (1.0f + 3.0f * kTanhCubic * g * g);
   }
 };
 

@@ -267,6 +267,20 @@ TEST(CliProgram, LayerRunsForwardAndBackwardBesideThePaddedBaselines) {
   EXPECT_EQ(ragdot({"layer", "--json", "layer.json"}).exit_code, 2) << "--json is for the GPU layer";
 }
 
+TEST(CliProgram, LayerTakesAGatedActivation) {
+  const auto r = ragdot({"layer", "--model", "qwen3-30b-a3b", "--tokens", "32", "--shrink", "32", "--reps", "1",
+                         "--activation", "geglu_tanh"});
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  EXPECT_TRUE(contains(r.out, "top-8, 0 shared, geglu_tanh, f32")) << r.out;
+  EXPECT_TRUE(contains(r.out, ": ok")) << r.out;  // the padded baseline runs the same activation
+  const auto unknown = ragdot({"layer", "--activation", "relu"});
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_TRUE(contains(unknown.err, "known: swiglu, geglu, geglu_tanh")) << unknown.err;
+  const auto fused = ragdot({"layer", "--backend", "cuda", "--activation", "geglu", "--fused-swiglu"});
+  EXPECT_EQ(fused.exit_code, 2) << "the SwiGLU epilogue cannot apply GeGLU";
+  EXPECT_TRUE(contains(fused.err, "--fused-swiglu fuses SwiGLU only")) << fused.err;
+}
+
 TEST(CliProgram, LayerOnTheGpuRunsOrSaysWhyNot) {
   // a small layer, so that it is quick where there is a GPU
   const auto r = ragdot({"layer", "--backend", "cuda", "--model", "qwen3-30b-a3b", "--tokens", "64", "--shrink", "16",

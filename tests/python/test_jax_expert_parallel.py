@@ -77,7 +77,7 @@ def test_single_device_layer_with_ragdot_matches_jax_lax():
 def test_gated_activations_match_a_dense_oracle(activation):
     """moe_layer's expert FFN with each gated activation against every token run through each of
     its chosen experts in float64 (the routing from ragdot.jax.moe.route); the expert-parallel
-    layer on one shard gives the same."""
+    layer on one shard, with either dispatch, gives the same."""
     from math import erf, pi, sqrt, tanh
     from ragdot.jax.moe import route
     gates = {"swiglu": lambda g: g / (1 + np.exp(-g)),
@@ -94,8 +94,9 @@ def test_gated_activations_match_a_dense_oracle(activation):
             f = up.shape[0] // 2
             want[t] += w * ((gates[activation](up[:f]) * up[f:]) @ w_down[e])
     np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-5 * np.abs(want).max())
-    ep = rj.expert_parallel_moe(x, params, rj.expert_mesh(1), top_k=2, activation=activation)
-    np.testing.assert_allclose(ep, got, rtol=1e-5, atol=1e-5)
+    for dispatch in ("all_to_all", "all_gather"):
+        ep = rj.expert_parallel_moe(x, params, rj.expert_mesh(1), top_k=2, activation=activation, dispatch=dispatch)
+        np.testing.assert_allclose(ep, got, rtol=1e-5, atol=1e-5, err_msg=dispatch)
 
 
 def test_one_shard_and_bad_arguments():
