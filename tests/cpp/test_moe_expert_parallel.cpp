@@ -37,11 +37,13 @@ struct BothOutputs {
 
 // On `comm`'s GPU: the preset's whole parameters, x for this rank, the layer with every expert
 // and the layer with this rank's experts over `comm`; both outputs of one forward.
-BothOutputs forward_both(ep::Communicator& comm, const std::string& preset) {
+BothOutputs forward_both(ep::Communicator& comm, const std::string& preset,
+                         moe::GatedActivation activation = moe::GatedActivation::kSwiGLU) {
   BothOutputs out;
   auto config = moe::preset_config(preset, kShrink);
   EXPECT_TRUE(config.ok()) << config.status().to_string();
   if (!config.ok()) return out;
+  config->activation = activation;
   const moe::MoeConfig& c = *config;
   const std::int64_t e = c.experts, h = c.hidden, f = c.ffn, s = c.shared_experts, t = kTokens;
   const int device = comm.device();
@@ -118,6 +120,10 @@ TEST(EpLayerOneRank, SameBytesAsTheOneGpuLayer) {
     ASSERT_EQ(y.ep.size(), y.one_gpu.size()) << preset;
     EXPECT_TRUE(y.ep == y.one_gpu) << preset << ": relative error " << relative_error(y.ep, y.one_gpu);
   }
+  // the experts' activation on the rows a rank receives is the layer's (GeGLU here)
+  const BothOutputs y = forward_both(*comm, "qwen3-30b-a3b", moe::GatedActivation::kGeGLU);
+  ASSERT_EQ(y.ep.size(), y.one_gpu.size());
+  EXPECT_TRUE(y.ep == y.one_gpu) << "qwen3-30b-a3b geglu: relative error " << relative_error(y.ep, y.one_gpu);
 }
 
 TEST(EpLayerOneRank, RejectsWhatItCannotRun) {
