@@ -1,8 +1,8 @@
 // One MoE layer on ragged dots: router, permutation of the (token, slot) pairs by expert, the
 // expert FFN (gate and up fused in one ragged dot, a gated activation such as SwiGLU, one ragged
-// dot down), shared experts,
-// weighted combine; forward and backward. Host memory, f32 activations and parameters; the
-// ragged dots run on a planned backend (the cpu backend by default).
+// dot down), shared experts, weighted combine; forward and backward. Host memory, f32
+// activations and parameters; the ragged dots run on a planned backend (the cpu backend by
+// default).
 #pragma once
 
 #include <cstdint>

@@ -3,9 +3,9 @@
 // gradient f32). Every step is enqueued on the caller's stream: the router's logits (a planned
 // one-group ragged dot), the router kernel of the preset, a stable counting sort of the
 // (token, slot) pairs by expert whose histogram is the group sizes (on the device, no host sync),
-// the gather of the sorted rows, the expert FFN (one ragged dot for gate and up, the config's gated
-// activation, one ragged dot down), the shared experts (one-group ragged dots) and the weighted combine,
-// accumulated in f32 on top of the shared experts' output. Backward: the combine's gradients, the
+// the gather of the sorted rows, the expert FFN (one ragged dot for gate and up, the config's
+// gated activation, one ragged dot down), the shared experts (one-group ragged dots) and the
+// weighted combine, accumulated in f32 on top of the shared experts' output. Backward: the combine's gradients, the
 // data gradients by mode 1 against the transposed weights, the weight gradients by mode 2
 // (ragged contracting), the activation's backward, the router's backward of each kind and its two
 // products. Every buffer is allocated by create; forward and backward allocate nothing and,
@@ -75,9 +75,8 @@ struct DeviceMoeOptions {
   bool gather_in_up_gemm = false;
   // The routed up projection applies SwiGLU in its epilogue (PlanOptions::swiglu_epilogue) where
   // the cuda backend can (Hopper, not with expert parallelism; SwiGLU layers only: create refuses
-  // it for a GeGLU layer): forward writes the activations
-  // [T k, F] directly, not the [T k, 2F] product and then a SwiGLU kernel reading it back. The same
-  // values bit for bit. backward() needs the product: it runs the up projection again first (one
+  // it for a GeGLU layer): forward writes the activations [T k, F] directly, not the [T k, 2F]
+  // product and then a SwiGLU kernel reading it back. The same values bit for bit. backward() needs the product: it runs the up projection again first (one
   // more ragged dot), so this is for inference, where forward runs alone.
   bool swiglu_in_up_gemm = false;
   // The routed down projection adds each expert row, times its combine weight, into its token's

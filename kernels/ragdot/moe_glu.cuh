@@ -15,19 +15,24 @@
 
 namespace ragdot {
 
-// a(g) and a'(g). SwiGLU's value is common.cuh's silu, the expression the GEMM epilogue that
-// fuses SwiGLU uses too, so that both round the same way.
+// a(g), and a(g) with a'(g) from one evaluation (backward needs both). SwiGLU's value is
+// common.cuh's silu, the expression the GEMM epilogue that fuses SwiGLU uses too, so that both
+// round the same way.
 struct GluSilu {
   static __device__ __forceinline__ float value(float g) { return silu(g); }
-  static __device__ __forceinline__ float slope(float g) {
+  static __device__ __forceinline__ void value_and_slope(float g, float& value, float& slope) {
     const float s = 1.0f / (1.0f + __expf(-g));
-    return s * (1.0f + g * (1.0f - s));
+    value = g * s;
+    slope = s * (1.0f + g * (1.0f - s));
   }
 };
 struct GluGelu {  // g Phi(g); slope Phi(g) + g phi(g)
-  static __device__ __forceinline__ float value(float g) { return 0.5f * g * (1.0f + erff(g * 0.70710678118654752f)); }
-  static __device__ __forceinline__ float slope(float g) {
-    return 0.5f * (1.0f + erff(g * 0.70710678118654752f)) + g * 0.39894228040143268f * __expf(-0.5f * g * g);
+  static __device__ __forceinline__ float cdf(float g) { return 0.5f * (1.0f + erff(g * 0.70710678118654752f)); }
+  static __device__ __forceinline__ float value(float g) { return g * cdf(g); }
+  static __device__ __forceinline__ void value_and_slope(float g, float& value, float& slope) {
+    const float phi = cdf(g);
+    value = g * phi;
+    slope = phi + g * 0.39894228040143268f * __expf(-0.5f * g * g);
   }
 };
 // 0.5 g (1 + tanh(z)), z = c (g + 0.044715 g^3), c = sqrt(2 / pi), written as g s with
@@ -39,9 +44,10 @@ struct GluGeluTanh {
     return 1.0f / (1.0f + __expf(-2.0f * 0.79788456080286536f * (g + 0.044715f * g * g * g)));
   }
   static __device__ __forceinline__ float value(float g) { return g * half_one_plus_tanh(g); }
-  static __device__ __forceinline__ float slope(float g) {
+  static __device__ __forceinline__ void value_and_slope(float g, float& value, float& slope) {
     const float s = half_one_plus_tanh(g);
-    return s + 2.0f * g * s * (1.0f - s) * 0.79788456080286536f * (1.0f + 3.0f * 0.044715f * g * g);
+    value = g * s;
+    slope = s + 2.0f * g * s * (1.0f - s) * 0.79788456080286536f * (1.0f + 3.0f * 0.044715f * g * g);
   }
 };
 
@@ -88,8 +94,10 @@ __device__ __forceinline__ void moe_glu(const RagdotMoeGluParams& p) {
 // d_gate, d_up of one element from gate, up and d_act.
 template <class A>
 __device__ __forceinline__ void moe_glu_grad(float g, float u, float da, float& dg, float& du) {
-  dg = da * u * A::slope(g);
-  du = da * A::value(g);
+  float value, slope;
+  A::value_and_slope(g, value, slope);
+  dg = da * u * slope;
+  du = da * value;
 }
 
 template <class T, class A>
@@ -133,35 +141,38 @@ __device__ __forceinline__ void moe_glu_backward(const RagdotMoeGluParams& p) {
   }
 }
 
-// F<T, A>::run(p) for the params' element type and activation; an unknown activation code writes
-// nothing (the host checks it first, so that one is an error there).
-template <template <class, class> class F, class T>
-__device__ __forceinline__ void moe_glu_dispatch_activation(const RagdotMoeGluParams& p) {
-  if (p.activation == RAGDOT_MOE_GLU_SILU) F<T, GluSilu>::run(p);
-  else if (p.activation == RAGDOT_MOE_GLU_GELU) F<T, GluGelu>::run(p);
-  else if (p.activation == RAGDOT_MOE_GLU_GELU_TANH) F<T, GluGeluTanh>::run(p);
-}
-template <template <class, class> class F>
-__device__ __forceinline__ void moe_glu_dispatch(const RagdotMoeGluParams& p) {
-  if (p.elem_bytes == 2) {
-    moe_glu_dispatch_activation<F, BF16>(p);
+template <bool kBackward, class T, class A>
+__device__ __forceinline__ void moe_glu_run(const RagdotMoeGluParams& p) {
+  if constexpr (kBackward) {
+    moe_glu_backward<T, A>(p);
   } else {
-    moe_glu_dispatch_activation<F, F32>(p);
+    moe_glu<T, A>(p);
   }
 }
-template <class T, class A> struct MoeGluForward {
-  static __device__ __forceinline__ void run(const RagdotMoeGluParams& p) { moe_glu<T, A>(p); }
-};
-template <class T, class A> struct MoeGluBackward {
-  static __device__ __forceinline__ void run(const RagdotMoeGluParams& p) { moe_glu_backward<T, A>(p); }
-};
+
+// The pass for the params' element type and activation; an unknown activation code writes
+// nothing (the host checks it first, so that one is an error there).
+template <bool kBackward, class T>
+__device__ __forceinline__ void moe_glu_for_activation(const RagdotMoeGluParams& p) {
+  if (p.activation == RAGDOT_MOE_GLU_SILU) moe_glu_run<kBackward, T, GluSilu>(p);
+  else if (p.activation == RAGDOT_MOE_GLU_GELU) moe_glu_run<kBackward, T, GluGelu>(p);
+  else if (p.activation == RAGDOT_MOE_GLU_GELU_TANH) moe_glu_run<kBackward, T, GluGeluTanh>(p);
+}
+template <bool kBackward>
+__device__ __forceinline__ void moe_glu_dispatch(const RagdotMoeGluParams& p) {
+  if (p.elem_bytes == 2) {
+    moe_glu_for_activation<kBackward, BF16>(p);
+  } else {
+    moe_glu_for_activation<kBackward, F32>(p);
+  }
+}
 
 }  // namespace ragdot
 
 extern "C" __global__ void __launch_bounds__(256) ragdot_moe_glu(const RagdotMoeGluParams p) {
-  ragdot::moe_glu_dispatch<ragdot::MoeGluForward>(p);
+  ragdot::moe_glu_dispatch<false>(p);
 }
 
 extern "C" __global__ void __launch_bounds__(256) ragdot_moe_glu_backward(const RagdotMoeGluParams p) {
-  ragdot::moe_glu_dispatch<ragdot::MoeGluBackward>(p);
+  ragdot::moe_glu_dispatch<true>(p);
 }

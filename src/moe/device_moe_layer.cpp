@@ -1,8 +1,9 @@
 // DeviceMoeLayer: the MoE layer of moe_layer.cpp on a GPU. Router logits (planned one-group
 // ragged dot) -> router kernel -> stable counting sort by expert (group sizes on the device) ->
 // gather -> up ragged dot -> gated activation (SwiGLU or GeGLU) -> down ragged dot -> shared
-// experts -> combine on top of the shared output; backward in reverse. Every buffer lives in one allocation made by create; the
-// plans share one workspace, since they run one after another on the caller's stream. With
+// experts -> combine on top of the shared output; backward in reverse. Every buffer lives in one
+// allocation made by create; the plans share one workspace, since they run one after another on
+// the caller's stream. With
 // expert parallelism the routed experts' three steps become: exchange of the per-expert counts,
 // the exchange's plan (one host sync), dispatch of the sorted rows to their experts' ranks, the
 // local experts' up, activation and down on the rows received, and the way back.

@@ -6,6 +6,7 @@
 #include "backends/cuda/cuda_driver.hpp"
 #include "backends/cuda/device.hpp"
 #include "backends/cuda/loaded_kernel.hpp"
+#include "moe/gated_activation.hpp"
 
 extern "C" {
 #include "ragdot/moe_params.h"
@@ -138,7 +139,7 @@ Status DeviceMoeOps::route_backward(const float* logits, const void* experts, co
 
 namespace {
 
-// The kernels' RAGDOT_MOE_GLU_* code of an activation; -1 for a value outside the enum.
+// The kernels' RAGDOT_MOE_GLU_* code of an activation (check_activation has passed).
 int glu_code(GatedActivation a) {
   switch (a) {
     case GatedActivation::kSwiGLU: return RAGDOT_MOE_GLU_SILU;
@@ -150,9 +151,7 @@ int glu_code(GatedActivation a) {
 
 Status check_glu(const char* what, GatedActivation a, DType dtype) {
   RAGDOT_RETURN_IF_ERROR(check_rows_dtype(what, dtype));
-  if (glu_code(a) < 0)
-    return invalid_argument(std::string(what) + ": unknown gated activation " + std::to_string(static_cast<int>(a)));
-  return Status::ok();
+  return check_activation(what, a);
 }
 
 }  // namespace

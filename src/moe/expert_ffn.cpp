@@ -6,9 +6,7 @@ namespace ragdot::moe {
 
 Result<ExpertFfn> ExpertFfn::create(std::int64_t rows, std::int64_t groups, std::int64_t hidden, std::int64_t ffn,
                                     GatedActivation activation, const PlanOptions& options, HostWorkspace& ws) {
-  if (activation != GatedActivation::kSwiGLU && activation != GatedActivation::kGeGLU &&
-      activation != GatedActivation::kGeGLUTanh)
-    return invalid_argument("expert FFN: unknown gated activation " + std::to_string(static_cast<int>(activation)));
+  RAGDOT_RETURN_IF_ERROR(check_activation("expert FFN", activation));
   if (rows < 0 || groups < 1 || hidden < 1 || ffn < 1)
     return invalid_argument("expert FFN: rows >= 0, groups, hidden and ffn >= 1 (got rows " + std::to_string(rows) +
                             ", groups " + std::to_string(groups) + ", hidden " + std::to_string(hidden) + ", ffn " +

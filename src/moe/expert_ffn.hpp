@@ -1,6 +1,6 @@
 // The expert FFN of an MoE layer as six planned ragged dots over expert-sorted rows: forward
-// (gate and up fused, a gated activation, down) and backward (data gradients by mode 1 against the transposed
-// weights, weight gradients by mode 2, ragged along the rows). Shared experts use the same with
+// (gate and up fused, a gated activation, down) and backward (data gradients by mode 1 against
+// the transposed weights, weight gradients by mode 2, ragged along the rows). Shared experts use the same with
 // one group holding every token.
 #pragma once
 

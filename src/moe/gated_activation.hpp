@@ -5,8 +5,15 @@
 #include <cstdint>
 
 #include "ragdot/moe.hpp"
+#include "ragdot/status.hpp"
 
 namespace ragdot::moe {
+
+inline constexpr GatedActivation kGatedActivations[] = {GatedActivation::kSwiGLU, GatedActivation::kGeGLU,
+                                                        GatedActivation::kGeGLUTanh};
+
+// invalid_argument, prefixed by `what`, for a value outside GatedActivation.
+Status check_activation(const char* what, GatedActivation a);
 
 // act [rows, ffn] from up [rows, 2 ffn].
 void gated_activation(GatedActivation a, const float* up, std::int64_t rows, std::int64_t ffn, float* act);

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "moe/expert_ffn.hpp"
+#include "moe/gated_activation.hpp"
 #include "moe/layer_config.hpp"
 #include "moe/permutation.hpp"
 #include "moe/router.hpp"
@@ -63,10 +64,7 @@ MoeLayer::~MoeLayer() = default;
 Status check_layer_config(const MoeConfig& c, std::int64_t tokens) {
   if (c.hidden < 1 || c.ffn < 1 || c.experts < 1 || c.top_k < 1 || c.top_k > c.experts || c.shared_experts < 0)
     return invalid_argument("MoE config: hidden, ffn, experts >= 1, 1 <= top_k <= experts, shared_experts >= 0");
-  if (c.activation != GatedActivation::kSwiGLU && c.activation != GatedActivation::kGeGLU &&
-      c.activation != GatedActivation::kGeGLUTanh)
-    return invalid_argument("MoE config: activation must be a GatedActivation (swiglu, geglu, geglu_tanh), not " +
-                            std::to_string(static_cast<int>(c.activation)));
+  RAGDOT_RETURN_IF_ERROR(check_activation("MoE config", c.activation));
   if (c.router == RouterKind::kLlama4 && c.top_k != 1)
     return invalid_argument("the Llama-4 router scales the input by its top-1 score: top_k must be 1");
   if (tokens < 1) return invalid_argument("MoE layer: tokens must be >= 1 (got " + std::to_string(tokens) + ")");
