@@ -7,7 +7,8 @@
 //
 //   gpu_bench --json FILE [--reps N] [--only SUBSTRING] [--quick] [--sweep "bn=128;bn=256,stages=3"] [--no-peers]
 //
-// --sweep times the cuda backend again under each RAGDOT_CUDA_VARIANT override (';'-separated),
+// --sweep times the cuda backend again under each RAGDOT_CUDA_VARIANT override (';'-separated;
+// "measure" stands for a measured plan, PlanningEffort::kMeasure with the case's group sizes),
 // in the same process and on the same operands, then the planner's own choice once more, so that
 // the A/B is not confounded by clocks drifting between runs. --no-peers leaves out everything but
 // ragdot's cuda backend and the dense roof (for sweeps and profiles).
@@ -369,8 +370,16 @@ int main(int argc, char** argv) {
     const std::string user_spec = user_variant ? user_variant : "";
     for (std::size_t i = 0; i <= sweep.size() && !sweep.empty(); ++i) {
       const bool again = i == sweep.size();
-      if (!again) setenv("RAGDOT_CUDA_VARIANT", sweep[i].c_str(), 1);
-      const BackendTiming t = time_backend(*op, po, args, stream, reps, again ? "" : plan->variant());
+      // "measure": a measured plan (PlanningEffort::kMeasure) with this case's group sizes
+      const bool measure = !again && sweep[i] == "measure";
+      PlanOptions sweep_po = po;
+      if (measure) {
+        sweep_po.effort = PlanningEffort::kMeasure;
+        sweep_po.measure_group_sizes = sizes;
+      } else if (!again) {
+        setenv("RAGDOT_CUDA_VARIANT", sweep[i].c_str(), 1);
+      }
+      const BackendTiming t = time_backend(*op, sweep_po, args, stream, reps, again || measure ? "" : plan->variant());
       // back to what the run started with, so that "default again" times the same plan as ragdot's column
       if (user_variant) setenv("RAGDOT_CUDA_VARIANT", user_spec.c_str(), 1); else unsetenv("RAGDOT_CUDA_VARIANT");
       const std::string label = again ? "default again" : sweep[i];

@@ -6,6 +6,7 @@ markdown table of TFLOP/s and ratios, with the roof of each case (compute or wei
 """
 import argparse
 import json
+import re
 
 PEAK_TFLOPS = 790.0    # bf16 dense, measured on the H200 (WORKLOADS.md)
 COPY_TBPS = 4.3        # device copy bandwidth, read + write
@@ -79,8 +80,9 @@ def main():
                      f"{f(r['tflops'].get('ragdot_padded_gpu') and r['ms']['ragdot_padded_gpu'], 3)}")
     swept = [r for r in rows if r.get("sweep")]
     if swept:
-        lines += ["", "Variant sweep (RAGDOT_CUDA_VARIANT overrides, same process and operands; ms, and the "
-                  "planner's choice / the override: above 1 the override is faster):", "",
+        lines += ["", "Variant sweep (RAGDOT_CUDA_VARIANT overrides, and 'measure': a measured plan, with the "
+                  "candidate it chose; same process and operands; ms, and the planner's choice / the override: "
+                  "above 1 the override is faster):", "",
                   "| case | skew | planner's choice | " + " | ".join(s["spec"] for s in swept[0]["sweep"]) + " |",
                   "|---|---|---|" + "---|" * len(swept[0]["sweep"])]
         for r in swept:
@@ -92,7 +94,9 @@ def main():
                 elif s.get("error") or not s.get("ms") or s["ms"] <= 0:
                     cells.append("failed: " + (s.get("error") or "?")[:40])
                 else:
-                    cells.append(f"{s['ms']:.3f} ({base / s['ms']:.2f})")
+                    # a measured plan says which candidate won ("measured=swap=ab(0.81x of 4)")
+                    won = re.search(r"measured=([^ ]*?)\(", s.get("variant") or "")
+                    cells.append(f"{s['ms']:.3f} ({base / s['ms']:.2f}" + (f", {won.group(1)})" if won else ")"))
             lines.append(f"| {r['name']} | {r['skew']:.1f} | {base:.3f} | " + " | ".join(cells) + " |")
     lines += ["", "JIT: first compile / disk-cache load / memory-cache plan, per case (ms):", ""]
     for r in rows:

@@ -188,7 +188,7 @@ class DeviceMoeLayer {
   std::unique_ptr<State> s_;
 };
 
-// Fills `count` elements (bf16 or f32) of device memory on `stream` with uniform values in
+// Fills `count` elements (bf16, f16 or f32) of device memory on `stream` with uniform values in
 // [-scale, scale) that depend only on (seed, index): uniform_fill_value() is the same on the host.
 Status fill_device_uniform(int device, void* data, DType dtype, std::int64_t count, std::uint32_t seed, float scale,
                            void* stream);

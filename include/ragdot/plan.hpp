@@ -22,7 +22,10 @@ class BackendPlan;
 // How much work make_plan may do to pick a variant.
 enum class PlanningEffort : std::uint8_t {
   kHeuristic,  // rules per architecture; no timing
-  kMeasure,    // time candidate variants (backends that support it); slower to plan
+  kMeasure,    // time candidate variants on the device (the cuda backend on Hopper; others plan as for
+               // kHeuristic): the first plan of a problem takes a second or so and temporary
+               // device memory for one set of its operands; RAGDOT_PLAN_EFFORT=measure asks it of
+               // every plan
 };
 
 struct PlanOptions {
@@ -33,6 +36,11 @@ struct PlanOptions {
   // backends of that name: "padded" is the host baseline, or with kDevice the GPU one.
   std::optional<MemorySpace> memory_space;
   PlanningEffort effort = PlanningEffort::kHeuristic;
+  // kMeasure only: one row of group sizes (num_groups entries, none negative, summing to at most
+  // the ragged dimension) to time the candidates with, such as a router's typical counts. Empty:
+  // the ragged dimension split evenly over the groups. The choice is kept per problem, device and
+  // sizes (in memory and under RAGDOT_CACHE_DIR/tuning), so later plans of the same problem reuse it.
+  std::vector<std::int64_t> measure_group_sizes;
   // Threads for CPU backends; 0 = RAGDOT_NUM_THREADS or all hardware threads.
   int num_threads = 0;
   // Device-side paths normally clamp bad group sizes (see docs). With `checked` they verify them

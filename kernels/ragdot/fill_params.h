@@ -7,7 +7,8 @@
 typedef struct RagdotFillParams {
   void* data;           /* [count] out */
   long long count;
-  int elem_bytes;       /* 2 (bf16) or 4 (f32) */
+  int elem_bytes;       /* 2 (bf16 or f16) or 4 (f32) */
+  int is_f16;           /* with elem_bytes 2: 1 for f16, 0 for bf16 */
   unsigned seed;
   float scale;          /* values in [-scale, scale) */
 } RagdotFillParams;

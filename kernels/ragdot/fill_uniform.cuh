@@ -17,7 +17,7 @@ extern "C" __global__ void __launch_bounds__(256) ragdot_fill_uniform(const Ragd
   for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < p.count; i += stride) {
     const float v = ragdot_fill_value(p.seed, (unsigned long long)i, p.scale);
     if (p.elem_bytes == 2) {
-      ((ragdot::u16*)p.data)[i] = ragdot::from_float(v, ragdot::BF16());
+      ((ragdot::u16*)p.data)[i] = p.is_f16 ? ragdot::from_float(v, ragdot::F16()) : ragdot::from_float(v, ragdot::BF16());
     } else {
       ((float*)p.data)[i] = v;
     }

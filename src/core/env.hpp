@@ -32,6 +32,8 @@ inline std::optional<std::string> cublas_library() { return get("RAGDOT_CUBLAS_L
 inline std::optional<std::string> cuda_arch() { return get("RAGDOT_CUDA_ARCH"); }
 // RAGDOT_CUDA_VARIANT: override the cuda backend's tile choice ("bn=128,stages=4"), for tuning.
 inline std::optional<std::string> cuda_variant() { return get("RAGDOT_CUDA_VARIANT"); }
+// RAGDOT_PLAN_EFFORT: "measure" makes every plan a measured one (PlanningEffort::kMeasure).
+inline std::optional<std::string> plan_effort() { return get("RAGDOT_PLAN_EFFORT"); }
 // RAGDOT_CHECKED: verify group sizes on the device at execute time (like PlanOptions::checked).
 inline bool checked() { return flag("RAGDOT_CHECKED"); }
 // RAGDOT_DEBUG: say once, on stderr, why an op was not taken by a backend or a lowering.

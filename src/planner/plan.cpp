@@ -137,14 +137,44 @@ bool plain_row_major_mode1(const RaggedDot& op, const core::GroupGemmProblem& p)
   return p.mode == RaggedMode::kNonContracting && op.spec().lhs.rank() == 2 && p.is_single_batch() &&
          !p.needs_relayout() && p.out_n == 1 && p.out_m == p.n;
 }
+
+// The options as the backends see them: RAGDOT_PLAN_EFFORT=measure raises the effort (programs
+// that cannot pass PlanOptions, such as JAX and PyTorch, ask for measured plans through it).
+Result<PlanOptions> effective_options(const PlanOptions& given, const core::GroupGemmProblem& problem) {
+  PlanOptions o = given;
+  if (auto effort = env::plan_effort()) {
+    if (*effort == "measure") o.effort = PlanningEffort::kMeasure;
+    else if (*effort != "heuristic")
+      return invalid_argument("RAGDOT_PLAN_EFFORT must be heuristic or measure, got '" + *effort + "'");
+  }
+  const auto& sizes = o.measure_group_sizes;
+  if (!sizes.empty()) {
+    if (std::int64_t(sizes.size()) != problem.num_groups) {
+      return invalid_argument("measure_group_sizes has " + std::to_string(sizes.size()) + " entries; the op has " +
+                              std::to_string(problem.num_groups) + " groups");
+    }
+    std::int64_t sum = 0;
+    for (std::int64_t g : sizes) {
+      if (g < 0) return invalid_argument("measure_group_sizes: a negative group size " + std::to_string(g));
+      sum += g;
+      if (sum > problem.ragged_extent) {
+        return invalid_argument("measure_group_sizes: sum exceeds the ragged dimension's size " +
+                                std::to_string(problem.ragged_extent));
+      }
+    }
+  }
+  return o;
+}
+
 }  // namespace
 
-Result<Plan> make_plan(const RaggedDot& op, const PlanOptions& options) {
+Result<Plan> make_plan(const RaggedDot& op, const PlanOptions& given_options) {
+  core::GroupGemmProblem problem = core::canonicalize(op);
+  RAGDOT_ASSIGN_OR_RETURN(const PlanOptions options, effective_options(given_options, problem));
   std::string wanted = options.backend;
   if (wanted.empty()) {
     if (auto b = env::backend()) wanted = *b;
   }
-  core::GroupGemmProblem problem = core::canonicalize(op);
   if (options.lhs_gather_rows) {
     const std::int64_t rows = *options.lhs_gather_rows;
     if (problem.mode != RaggedMode::kNonContracting || op.spec().lhs.rank() != 2 || !problem.is_single_batch() ||

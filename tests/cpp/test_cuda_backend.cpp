@@ -892,6 +892,68 @@ TEST(CudaBackend, HopperWeightGradientStrips) {
   check_weight_gradients("strips", 3, "strips");
 }
 
+// PlanningEffort::kMeasure: the candidates are timed on the device and the fastest plans the op;
+// the choice is kept, so the next plan of the same op (and sizes) reads it back; every measured
+// plan matches the oracle on every group-size pattern. The sizes to measure with are drawn afresh
+// each run, so the first plan really times its candidates (a new tuning key). An override is
+// not measured against others.
+TEST(CudaBackend, MeasuredPlansMatchTheOracleAndAreKept) {
+  REQUIRE_GPU();
+  if (!device_is_hopper()) GTEST_SKIP() << "measured plans have alternates on the Hopper family only";
+  struct MeasuredShape {
+    int mode;
+    Shape shape;
+    const char* what;
+  };
+  const MeasuredShape shapes[] = {{1, {256, 512, 512, 64}, "decode-sized groups"},
+                                  {1, {2048, 1024, 1024, 8}, "prefill-sized groups"},
+                                  {2, {512, 2048, 512, 8}, "weight gradient"}};
+  workloads::SplitMix64 rng(std::uint64_t(std::chrono::steady_clock::now().time_since_epoch().count()));
+  std::uint64_t seed = 9100;
+  for (const MeasuredShape& ms : shapes) {
+    const Shape& sh = ms.shape;
+    const std::int64_t extent = ms.mode == 1 ? sh.m : sh.k;
+    PlanOptions po;
+    po.backend = "cuda";
+    po.effort = PlanningEffort::kMeasure;
+    po.measure_group_sizes = verify::make_group_sizes(GroupPattern::kRandom, sh.g, extent, rng);
+    const auto t0 = std::chrono::steady_clock::now();
+    verify::Case first = shaped(ms.mode, sh.m, sh.k, sh.n, verify::make_group_sizes(GroupPattern::kUniform, sh.g, extent, rng),
+                                DType::kBF16, DType::kBF16);
+    auto r = verify::check_case(first, po, seed++, *gpu());
+    std::fprintf(stderr, "  [%s %.2fs] measured %s | %s\n", r.passed ? "ok" : "FAIL",
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), ms.what, r.plan.c_str());
+    EXPECT_TRUE(r.passed) << ms.what << "\n  " << r.plan << "\n  " << r.message;
+    EXPECT_NE(r.plan.find(" measured="), std::string::npos) << r.plan;
+    EXPECT_EQ(r.plan.find(",cached)"), std::string::npos) << "sizes drawn afresh, yet found in the cache: " << r.plan;
+    // every candidate timed and agreeing with the planner's choice (none failed or was rejected),
+    // so that the choice was a real one
+    EXPECT_EQ(r.plan.find("dropped"), std::string::npos) << r.plan;
+    EXPECT_EQ(r.plan.find("not measured"), std::string::npos) << r.plan;
+    EXPECT_EQ(r.plan.find("no alternates"), std::string::npos) << r.plan;
+    for (GroupPattern pat : kPatterns) {
+      verify::Case c = shaped(ms.mode, sh.m, sh.k, sh.n, verify::make_group_sizes(pat, sh.g, extent, rng), DType::kBF16,
+                              DType::kBF16);
+      c.description += std::string(" measured ") + verify::group_pattern_name(pat);
+      auto again = verify::check_case(c, po, seed++, *gpu());
+      EXPECT_TRUE(again.passed) << c.description << "\n  " << again.plan << "\n  " << again.message;
+      EXPECT_NE(again.plan.find(",cached)"), std::string::npos) << "not read back: " << again.plan;
+    }
+  }
+  // an override names its variant: not measured
+  const char* old = std::getenv("RAGDOT_CUDA_VARIANT");
+  const std::string kept = old ? old : "";
+  setenv("RAGDOT_CUDA_VARIANT", "bn=128", 1);
+  PlanOptions po;
+  po.backend = "cuda";
+  po.effort = PlanningEffort::kMeasure;
+  auto r = verify::check_case(shaped(1, 512, 256, 512, {100, 0, 300, 50}, DType::kBF16, DType::kBF16), po, seed++, *gpu());
+  if (old) setenv("RAGDOT_CUDA_VARIANT", kept.c_str(), 1);
+  else unsetenv("RAGDOT_CUDA_VARIANT");
+  EXPECT_TRUE(r.passed) << r.message;
+  EXPECT_EQ(r.plan.find("measured="), std::string::npos) << r.plan;
+}
+
 TEST(CudaBackend, BatchModeAndBatchDims) {
   REQUIRE_GPU();
   std::uint64_t seed = 100;

@@ -643,20 +643,29 @@ TEST(MoeDeviceOps, GatedActivationBackwardAndAccumulateMatchTheHost) {
 TEST(MoeDeviceFill, MatchesTheHostMirror) {
   REQUIRE_GPU();
   const std::int64_t count = 100003;
-  for (DType dt : {DType::kF32, DType::kBF16}) {
+  for (DType dt : {DType::kF32, DType::kBF16, DType::kF16}) {
     DeviceBuffer d(std::size_t(count) * dtype_size(dt));
     poison(d, std::size_t(count) * dtype_size(dt));
     Status st = moe::fill_device_uniform(0, d.p, dt, count, 42, 0.125f, gpu()->stream());
     ASSERT_TRUE(st.is_ok()) << st.to_string();
-    const auto got = as_f32(download<unsigned char>(d, std::size_t(count) * dtype_size(dt)), dt);
+    const auto bytes = download<std::uint16_t>(d, std::size_t(count) * dtype_size(dt) / 2);
     int mismatched = 0;
     for (std::int64_t i = 0; i < count; ++i) {
       const float want = moe::uniform_fill_value(42, std::uint64_t(i), 0.125f);
-      if (got[std::size_t(i)] != (dt == DType::kF32 ? want : round_bf16(want))) ++mismatched;
+      float got = 0.0f;
+      if (dt == DType::kF32) std::memcpy(&got, &bytes[std::size_t(2 * i)], 4);
+      else got = dt == DType::kBF16 ? core::bf16_to_f32(bytes[std::size_t(i)]) : core::f16_to_f32(bytes[std::size_t(i)]);
+      const float rounded = dt == DType::kF32    ? want
+                            : dt == DType::kBF16 ? core::bf16_to_f32(core::f32_to_bf16(want))
+                                                 : core::f16_to_f32(core::f32_to_f16(want));
+      if (got != rounded) ++mismatched;
     }
     EXPECT_EQ(mismatched, 0) << dtype_name(dt);
   }
   EXPECT_FALSE(moe::fill_device_uniform(0, nullptr, DType::kF32, 4, 1, 1.0f, nullptr).is_ok());
+  DeviceBuffer ints(64);
+  const Status st = moe::fill_device_uniform(0, ints.p, DType::kI32, 4, 1, 1.0f, nullptr);
+  EXPECT_EQ(st.code(), StatusCode::kUnsupported) << st.to_string();
 }
 
 }  // namespace

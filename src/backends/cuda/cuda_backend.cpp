@@ -18,6 +18,7 @@
 #include "backends/cuda/loaded_kernel.hpp"
 #include "backends/cuda/nvrtc_compiler.hpp"
 #include "backends/cuda/tensor_maps.hpp"
+#include "backends/cuda/measured_choice.hpp"
 #include "core/env.hpp"
 #include "planner/builtin_backends.hpp"
 
@@ -289,6 +290,55 @@ Status check_cluster_width(const Device& dev, const LoadedKernel& k, const Kerne
   return Status::ok();
 }
 
+// The plan of one variant: its kernel loaded, its persistent grid sized, its copies laid out.
+Result<std::unique_ptr<CudaPlan>> build_plan(const core::GroupGemmProblem& p, const Device& device,
+                                             const KernelVariant& v, const cuda::VariantSpec& spec, bool checked) {
+  const Device* dev = &device;
+  RAGDOT_ASSIGN_OR_RETURN(std::shared_ptr<const LoadedKernel> k, cuda::load_kernel(*dev, v));
+  const std::int64_t smem = v.dynamic_smem_bytes(p.num_groups, p.computed_groups);
+  RAGDOT_RETURN_IF_ERROR(cuda::reserve_dynamic_smem(*dev, *k, smem));
+  RAGDOT_RETURN_IF_ERROR(check_cluster_width(*dev, *k, v));
+
+  // Persistent grid: as many CTAs (clusters: `resident` counts them) as fit on the device at
+  // once, never more than there can be tiles (a cluster's tile has 2 bm rows, 2 bn columns or both).
+  int per_sm = 0;
+  std::int64_t resident = 0;
+  {
+    cuda::ScopedContext scope(dev->context);
+    RAGDOT_RETURN_IF_ERROR(scope.status());
+    const CUresult r =
+        cuda::driver()->cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k->gemm, v.threads(), size_t(smem));
+    // a cluster kernel's fit is the cluster query's to say (resident_clusters); its CTAs take
+    // most of an SM's shared memory, one per SM
+    if (r != CUDA_SUCCESS && v.cluster > 1) per_sm = 1;
+    else RAGDOT_CU_RETURN_IF_ERROR(r, "cuOccupancyMaxActiveBlocksPerMultiprocessor");
+    resident = std::int64_t(per_sm) * dev->multiprocessors;
+    resident = resident_clusters(*k, v, smem, resident);
+  }
+  if (per_sm == 0 || resident == 0) return unsupported("kernel " + v.name() + " does not fit on this GPU");
+  const std::int64_t tile_rows = std::int64_t(v.bm) * (v.pairs_along_m() ? 2 : 1);
+  const std::int64_t n_tiles = ceil_div(p.n, std::int64_t(v.bn) * (v.pairs_along_n() ? 2 : 1));
+  std::int64_t max_tiles = 1;
+  if (v.mode == 1) max_tiles = (ceil_div(p.m, tile_rows) + p.computed_groups + 2) * n_tiles;
+  if (v.mode == 2) max_tiles = p.computed_groups * ceil_div(p.m, tile_rows) * n_tiles;
+  if (v.mode == 3) max_tiles = ceil_div(p.m, v.bm) * n_tiles;
+  // with the last wave split along k, idle CTAs take pieces of the tiles: up to that many more
+  // (where k has the steps for two pieces at least)
+  if (v.split_tail && ceil_div(p.k, v.bk) >= 2 * RAGDOT_SPLIT_MIN_STEPS) max_tiles *= RAGDOT_SPLIT_MAX_PIECES;
+  const std::int64_t outer = std::max<std::int64_t>(p.outer_count(), 1);
+  std::int64_t clusters = std::clamp<std::int64_t>(ceil_div(resident, outer), 1, std::max<std::int64_t>(max_tiles, 1));
+  if (spec.ctas) clusters = std::min<std::int64_t>(clusters, std::max(*spec.ctas / v.cluster, 1));
+  const int grid_x = v.cluster * int(clusters);
+  RAGDOT_ASSIGN_OR_RETURN(std::optional<RelayoutCopy> lhs_copy, relayout_copy(p.lhs_relayout, p.lhs_dtype));
+  RAGDOT_ASSIGN_OR_RETURN(std::optional<RelayoutCopy> rhs_copy, relayout_copy(p.rhs_relayout, p.rhs_dtype));
+  CUfunction relayout = nullptr;
+  if (lhs_copy || rhs_copy) {
+    RAGDOT_ASSIGN_OR_RETURN(relayout, load_relayout_kernel(*dev));
+  }
+  return std::make_unique<CudaPlan>(p, *dev, v, std::move(k), checked, grid_x, smem, spec.raster_bytes, lhs_copy,
+                                    rhs_copy, relayout);
+}
+
 class CudaBackend final : public Backend {
  public:
   std::string_view name() const override { return "cuda"; }
@@ -314,54 +364,22 @@ class CudaBackend final : public Backend {
     const std::optional<std::string> override_text = env::cuda_variant();
     RAGDOT_ASSIGN_OR_RETURN(const cuda::VariantSpec spec, cuda::parse_variant_spec(override_text.value_or("")));
     RAGDOT_ASSIGN_OR_RETURN(KernelVariant v, cuda::choose_variant(p, dev->traits, spec.small_groups_on_wgmma));
+    std::string measured;  // what measuring chose, for the plan's description
     if (override_text) {
+      // an override names its variant: it is not measured against others
       RAGDOT_ASSIGN_OR_RETURN(v, cuda::override_variant(v, spec, dev->traits, p.num_groups + p.computed_groups));
+    } else if (r.options.effort == PlanningEffort::kMeasure) {
+      auto make = [&](const KernelVariant& candidate) -> Result<std::unique_ptr<detail::BackendPlan>> {
+        RAGDOT_ASSIGN_OR_RETURN(std::unique_ptr<CudaPlan> plan, build_plan(p, *dev, candidate, spec, /*checked=*/false));
+        return std::unique_ptr<detail::BackendPlan>(std::move(plan));
+      };
+      RAGDOT_ASSIGN_OR_RETURN(cuda::MeasuredChoice m, cuda::measured_variant(p, *dev, v, r.options.measure_group_sizes, make));
+      v = m.variant;
+      measured = m.description;
     }
-    RAGDOT_ASSIGN_OR_RETURN(std::shared_ptr<const LoadedKernel> k, cuda::load_kernel(*dev, v));
-    const std::int64_t smem = v.dynamic_smem_bytes(p.num_groups, p.computed_groups);
-    RAGDOT_RETURN_IF_ERROR(cuda::reserve_dynamic_smem(*dev, *k, smem));
-    RAGDOT_RETURN_IF_ERROR(check_cluster_width(*dev, *k, v));
-
-    // Persistent grid: as many CTAs (clusters: `resident` counts them) as fit on the device at
-    // once, never more than there can be tiles (a cluster's tile has 2 bm rows, 2 bn columns or both).
-    int per_sm = 0;
-    std::int64_t resident = 0;
-    {
-      cuda::ScopedContext scope(dev->context);
-      RAGDOT_RETURN_IF_ERROR(scope.status());
-      const CUresult r =
-          cuda::driver()->cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k->gemm, v.threads(), size_t(smem));
-      // a cluster kernel's fit is the cluster query's to say (resident_clusters); its CTAs take
-      // most of an SM's shared memory, one per SM
-      if (r != CUDA_SUCCESS && v.cluster > 1) per_sm = 1;
-      else RAGDOT_CU_RETURN_IF_ERROR(r, "cuOccupancyMaxActiveBlocksPerMultiprocessor");
-      resident = std::int64_t(per_sm) * dev->multiprocessors;
-      resident = resident_clusters(*k, v, smem, resident);
-    }
-    if (per_sm == 0 || resident == 0) return unsupported("kernel " + v.name() + " does not fit on this GPU");
-    const std::int64_t tile_rows = std::int64_t(v.bm) * (v.pairs_along_m() ? 2 : 1);
-    const std::int64_t n_tiles = ceil_div(p.n, std::int64_t(v.bn) * (v.pairs_along_n() ? 2 : 1));
-    std::int64_t max_tiles = 1;
-    if (v.mode == 1) max_tiles = (ceil_div(p.m, tile_rows) + p.computed_groups + 2) * n_tiles;
-    if (v.mode == 2) max_tiles = p.computed_groups * ceil_div(p.m, tile_rows) * n_tiles;
-    if (v.mode == 3) max_tiles = ceil_div(p.m, v.bm) * n_tiles;
-    // with the last wave split along k, idle CTAs take pieces of the tiles: up to that many more
-    // (where k has the steps for two pieces at least)
-    if (v.split_tail && ceil_div(p.k, v.bk) >= 2 * RAGDOT_SPLIT_MIN_STEPS) max_tiles *= RAGDOT_SPLIT_MAX_PIECES;
-    const std::int64_t outer = std::max<std::int64_t>(p.outer_count(), 1);
-    std::int64_t clusters = std::clamp<std::int64_t>(ceil_div(resident, outer), 1, std::max<std::int64_t>(max_tiles, 1));
-    if (spec.ctas) clusters = std::min<std::int64_t>(clusters, std::max(*spec.ctas / v.cluster, 1));
-    const int grid_x = v.cluster * int(clusters);
-    const bool checked = r.options.checked || env::checked();
-    RAGDOT_ASSIGN_OR_RETURN(std::optional<RelayoutCopy> lhs_copy, relayout_copy(p.lhs_relayout, p.lhs_dtype));
-    RAGDOT_ASSIGN_OR_RETURN(std::optional<RelayoutCopy> rhs_copy, relayout_copy(p.rhs_relayout, p.rhs_dtype));
-    CUfunction relayout = nullptr;
-    if (lhs_copy || rhs_copy) {
-      RAGDOT_ASSIGN_OR_RETURN(relayout, load_relayout_kernel(*dev));
-    }
-    return std::unique_ptr<detail::BackendPlan>(
-        new CudaPlan(p, *dev, v, std::move(k), checked, grid_x, smem, spec.raster_bytes,
-                     lhs_copy, rhs_copy, relayout));
+    RAGDOT_ASSIGN_OR_RETURN(std::unique_ptr<CudaPlan> plan, build_plan(p, *dev, v, spec, r.options.checked || env::checked()));
+    if (!measured.empty()) plan->variant += " " + measured;
+    return std::unique_ptr<detail::BackendPlan>(std::move(plan));
   }
 };
 

@@ -1,16 +1,13 @@
 #include "backends/cuda/kernel_cache.hpp"
 
-#include <unistd.h>
-
-#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
+#include "backends/cuda/atomic_file.hpp"
 #include "backends/cuda/content_hash.hpp"
 #include "backends/cuda/embedded_kernels.hpp"
 #include "core/env.hpp"
@@ -60,11 +57,9 @@ std::string KernelCache::entry_path(const std::string& key) const {
 
 std::shared_ptr<const CompiledKernel> KernelCache::read_disk(const std::string& key, bool& rejected) const {
   rejected = false;
-  std::ifstream in(entry_path(key), std::ios::binary);
-  if (!in) return nullptr;
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const std::string s = ss.str();
+  const std::optional<std::string> file = read_whole_file(entry_path(key));
+  if (!file) return nullptr;
+  const std::string& s = *file;
   rejected = true;  // until every field checks out
   if (s.size() < sizeof kMagic + kKeyChars || std::memcmp(s.data(), kMagic, sizeof kMagic) != 0) return nullptr;
   if (s.compare(sizeof kMagic, kKeyChars, key) != 0) return nullptr;
@@ -83,12 +78,6 @@ std::shared_ptr<const CompiledKernel> KernelCache::read_disk(const std::string& 
 }
 
 bool KernelCache::write_disk(const CompiledKernel& k) const {
-  std::error_code ec;
-  const fs::path path = entry_path(k.key);
-  fs::create_directories(path.parent_path(), ec);
-  if (ec) return false;
-  static std::atomic<unsigned> counter{0};
-  const fs::path tmp = path.string() + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
   std::string blob(kMagic, sizeof kMagic);
   blob += k.key;
   put_u64(blob, k.cubin.size());
@@ -96,23 +85,7 @@ bool KernelCache::write_disk(const CompiledKernel& k) const {
   put_u64(blob, checksum(k.cubin, k.log));
   blob.append(k.cubin.data(), k.cubin.size());
   blob += k.log;
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) return false;
-    out.write(blob.data(), std::streamsize(blob.size()));
-    out.flush();
-    if (!out) {
-      out.close();
-      fs::remove(tmp, ec);
-      return false;
-    }
-  }
-  fs::rename(tmp, path, ec);  // atomic on POSIX: readers see the old entry or the new one
-  if (ec) {
-    fs::remove(tmp, ec);
-    return false;
-  }
-  return true;
+  return publish_file(entry_path(k.key), blob);
 }
 
 void KernelCache::dump(const std::string& source, const CompiledKernel& k) const {

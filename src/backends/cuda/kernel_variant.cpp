@@ -554,6 +554,13 @@ std::int64_t raster_bytes(const std::string& spec) {
   return parsed.ok() ? parsed->raster_bytes : 0;
 }
 
+std::int64_t compiled_table_for(std::int64_t groups) {
+  std::int64_t best = -1;
+  for (std::int64_t table : kCompiledTables)
+    if (table > 0 && groups <= table && (best < 0 || table < best)) best = table;
+  return best;
+}
+
 std::vector<KernelVariant> all_variants(const DeviceTraits& d) {
   std::vector<KernelVariant> out;
   const DType floats[] = {DType::kF32, DType::kBF16, DType::kF16};
@@ -657,19 +664,16 @@ std::vector<KernelVariant> all_variants(const DeviceTraits& d) {
       narrow.split_tail = true;
       out.push_back(narrow);
       // swapped operands (RAGDOT_CUDA_VARIANT=swap=ab): both 16-bit types, both weight layouts, in
-      // the stages of the largest scheduler table and of a small one (an MoE layer's experts)
+      // the stages of each compiled scheduler table (kCompiledTables)
       for (DType t : {DType::kBF16, DType::kF16})
         for (bool b_k : {false, true})
-          for (std::int64_t groups : {std::int64_t(-1), std::int64_t(512)}) {
-            const KernelVariant v = swapped(wgmma_variant(1, t, t, b_k, 256, d), d, groups);
-            if (groups < 0 || v.stages != swapped(v, d).stages) out.push_back(v);
-          }
+          for (std::int64_t groups : kCompiledTables) out.push_back(swapped(wgmma_variant(1, t, t, b_k, 256, d), d, groups));
     }
     if (is_hopper(d)) {
       // weight-gradient strips (RAGDOT_CUDA_VARIANT=strips=on): 16-bit and f32 outputs, every tile
-      // width (its own count of B's slots), in the ring of the largest scheduler table and of a
-      // small one (an MoE layer's experts)
-      for (std::int64_t groups : {std::int64_t(-1), std::int64_t(512)}) {
+      // width (its own count of B's slots), in the ring of the largest scheduler table and, for
+      // the common form, of each smaller compiled one (kCompiledTables)
+      for (std::int64_t groups : kCompiledTables) {
         out.push_back(in_strips(wgmma_variant(2, DType::kBF16, DType::kBF16, false, 256, d), d, groups));
         if (groups < 0) {
           out.push_back(in_strips(wgmma_variant(2, DType::kF16, DType::kF32, false, 256, d), d, groups));
@@ -679,6 +683,11 @@ std::vector<KernelVariant> all_variants(const DeviceTraits& d) {
       }
     }
     out.erase(std::remove_if(out.begin(), out.end(), [](const KernelVariant& v) { return v.stages < 2; }), out.end());
+    // (a table-dependent stage count may come out the same for two tables: list it once)
+    std::vector<KernelVariant> unique;
+    for (const KernelVariant& v : out)
+      if (std::find(unique.begin(), unique.end(), v) == unique.end()) unique.push_back(v);
+    out = std::move(unique);
   }
   for (int mode = 1; mode <= 3; ++mode)
     for (DType l : floats)

@@ -116,8 +116,16 @@ Result<KernelVariant> override_variant(const KernelVariant& v, const std::string
 bool small_groups_on_wgmma(const std::string& spec);
 std::int64_t raster_bytes(const std::string& spec);
 
-// Every variant choose_variant can return for a device (CI compiles them all).
+// Every variant choose_variant can return for a device (CI compiles them all), and every
+// candidate a measured plan times (variant_candidates.hpp).
 std::vector<KernelVariant> all_variants(const DeviceTraits& device);
+
+// Scheduler tables (groups plus computed groups) whose stage counts all_variants compiles for
+// the variants whose ring depth depends on the table (swapped operands, strips): the largest (-1)
+// and two smaller ones, where a small table leaves room for another stage. compiled_table_for
+// gives the smallest of them that holds `groups` (-1 past the largest finite one).
+inline constexpr std::int64_t kCompiledTables[] = {-1, 512, 64};
+std::int64_t compiled_table_for(std::int64_t groups);
 
 // The NVRTC architecture for a device: "sm_90a" on Hopper (wgmma needs the a-suffix), else "sm_XY".
 std::string arch_for(const DeviceTraits& device);
