@@ -102,6 +102,14 @@ Result<MeasuredChoice> measured_variant(const core::GroupGemmProblem& p, const D
     if (us > 0 && us < best && us < kWinMargin * record.timings[0].us) record.chosen = int(i);
   }
   cache.store(record);
+  if (env::print_plan()) {
+    for (std::size_t i = 0; i < record.timings.size(); ++i) {
+      const auto& t = record.timings[i];
+      std::fprintf(stderr, "ragdot:   %s %-16s %10.1f us  %s%s%s\n", int(i) == record.chosen ? "*" : " ",
+                   t.spec.empty() ? "(planner)" : t.spec.c_str(), t.us, t.name.c_str(), t.note.empty() ? "" : "  ",
+                   t.note.c_str());
+    }
+  }
   return MeasuredChoice{candidates[std::size_t(record.chosen)].variant, describe(record, false)};
 }
 
