@@ -116,7 +116,9 @@ Result<DevicePermutation> DevicePermutation::create(int device, std::int64_t max
   if (kernels.sort == SortKernel::kOneBlock) {
     const std::int64_t table = one_block_table_bytes(experts);
     s->one_block_fits = table + 1024 <= s->device->traits.max_dynamic_smem;  // (plus its static scan scratch)
-    if (s->one_block_fits && table > 48 * 1024) {
+    // (always raised: the kernel's static scan scratch counts against the same 48 KiB default, so
+    // a table of exactly 48 KiB, 384 experts, needs the opt-in too)
+    if (s->one_block_fits) {
       RAGDOT_CU_RETURN_IF_ERROR(cuda::driver()->cuFuncSetAttribute(
                                     s->sort_one_block, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, int(table)),
                                 "cuFuncSetAttribute (ragdot_moe_sort_one_block's shared memory)");

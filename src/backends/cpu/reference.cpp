@@ -1,5 +1,6 @@
 #include "backends/cpu/reference.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -160,39 +161,54 @@ double ReferenceEvaluator::at(std::int64_t flat) const {
     ridx[std::size_t(spec.dims.rhs_group[0])] = local;
   }
 
-  // contract over every k multi-index
+  // contract over every k multi-index; in mode 2 the ragged dim (one of the contracting dims)
+  // runs over the group's rows only, which are the only ones that contribute
   const std::size_t nk = k_sizes_.size();
   std::vector<std::int64_t> kidx(nk, 0);
   for (auto s : k_sizes_) {
     if (s == 0) return 0.0;
   }
   const std::int64_t global_group = out_group + group_offset_;
+  std::size_t q = nk;  // the ragged dim's place among the contracting dims (nk: none)
+  if (mode == RaggedMode::kContracting)
+    for (std::size_t i = 0; i < nk; ++i)
+      if (k_lhs_dim_[i] == ragged) q = i;
+  auto product = [&]() {
+    std::int64_t lo = 0, ro = 0;
+    for (std::size_t i = 0; i < lidx.size(); ++i) lo += lidx[i] * lhs_strides_[i];
+    for (std::size_t i = 0; i < ridx.size(); ++i) ro += ridx[i] * rhs_strides_[i];
+    return load_as_double(lhs_, spec.lhs.dtype, lo) * load_as_double(rhs_, spec.rhs.dtype, ro);
+  };
   double acc = 0.0;
   while (true) {
     for (std::size_t i = 0; i < nk; ++i) {
+      if (i == q) continue;
       lidx[std::size_t(k_lhs_dim_[i])] = kidx[i];
       ridx[std::size_t(k_rhs_dim_[i])] = kidx[i];
     }
-    bool take = true;
-    if (mode == RaggedMode::kContracting) {
-      const std::int64_t r = lidx[std::size_t(ragged)];
+    if (q < nk) {
       const std::int64_t row = gs_row();
-      take = bounds_.begin(row, global_group) <= r && r < bounds_.end(row, global_group);
+      const std::int64_t begin = std::max<std::int64_t>(bounds_.begin(row, global_group), 0);
+      const std::int64_t end = std::min<std::int64_t>(bounds_.end(row, global_group), k_sizes_[q]);
+      for (std::int64_t r = begin; r < end; ++r) {
+        lidx[std::size_t(k_lhs_dim_[q])] = r;
+        ridx[std::size_t(k_rhs_dim_[q])] = r;
+        acc += product();
+      }
+    } else {
+      acc += product();
     }
-    if (take) {
-      std::int64_t lo = 0, ro = 0;
-      for (std::size_t i = 0; i < lidx.size(); ++i) lo += lidx[i] * lhs_strides_[i];
-      for (std::size_t i = 0; i < ridx.size(); ++i) ro += ridx[i] * rhs_strides_[i];
-      acc += load_as_double(lhs_, spec.lhs.dtype, lo) * load_as_double(rhs_, spec.rhs.dtype, ro);
-    }
-    std::size_t d = nk;
-    while (d > 0) {
-      --d;
-      if (++kidx[d] < k_sizes_[d]) break;
+    // the next multi-index of the other contracting dims (the last fastest)
+    bool wrapped = true;
+    for (std::size_t d = nk; d-- > 0;) {
+      if (d == q) continue;
+      if (++kidx[d] < k_sizes_[d]) {
+        wrapped = false;
+        break;
+      }
       kidx[d] = 0;
-      if (d == 0) return acc;
     }
-    if (nk == 0) return acc;
+    if (wrapped) return acc;
   }
 }
 
