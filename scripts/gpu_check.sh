@@ -13,20 +13,21 @@
 # --no-peers.
 # --sweep times the cuda backend again under each RAGDOT_CUDA_VARIANT override in SPECS
 # (';'-separated) beside the planner's choice, on every benchmark case where it changes the kernel
-# (default "split=tail;swap=ab;strips=on;measure": the Hopper family's last wave split along k, swapped
-# operands, token rows as wgmma's N, and the weight gradient in strips that keep B in shared
-# memory; "measure": a measured plan, PlanningEffort::kMeasure, with the case's group sizes;
-# "" for none). The variants timed on 2026-12-05 (bench/RESULTS.md), all slower than the planner's
-# choice, stay out of the default to save device time: "cluster=2;cluster=2n;cluster=4;
-# raster=25600;epilogue=tma;epilogue=tma,bn=192;bn=128" (CTA pairs along m and along n, 2 x 2
-# clusters, a large group's tiles in blocks whose rows fit in 25 MiB of L2, the weight
-# gradient's TMA-store epilogue at bn 256 and 192, 128-wide tiles).
+# (default "split=tail;swap=ab;strips=on;epilogue=tma;measure": the Hopper family's last wave
+# split along k, swapped operands, token rows as wgmma's N, the weight gradient in strips that
+# keep B in shared memory, the TMA-store epilogue (the forward's is new; the weight gradient's was
+# timed before); "measure": a measured plan, PlanningEffort::kMeasure, with the case's group
+# sizes; "" for none). The variants timed on 2026-12-05 (bench/RESULTS.md), all slower than the
+# planner's choice, stay out of the default to save device time: "cluster=2;cluster=2n;cluster=4;
+# raster=25600;epilogue=tma,bn=192;bn=128" (CTA pairs along m and along n, 2 x 2 clusters, a
+# large group's tiles in blocks whose rows fit in 25 MiB of L2, the weight gradient's TMA-store
+# epilogue at bn 192, 128-wide tiles).
 # --python adds, after everything else, the Python bindings' GPU tests and MoE step benchmark
 # (scripts/gpu_python.sh; needs nanobind, jax with CUDA, and PyTorch or CuPy installed there).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . scripts/gpu_log.sh log.txt
-run_tests=1 run_bench=1 run_sanitizer=1 run_python=0 quick="" skip='^$' only='.*' peers=1 sweep='split=tail;swap=ab;strips=on;measure'
+run_tests=1 run_bench=1 run_sanitizer=1 run_python=0 quick="" skip='^$' only='.*' peers=1 sweep='split=tail;swap=ab;strips=on;epilogue=tma;measure'
 while [ $# -gt 0 ]; do
   a=$1
   shift
@@ -80,12 +81,13 @@ if [ $run_tests = 1 ]; then
         *ClusterPairsSmall* | *SplitTailSmall | *SwappedOperandsSmall | *WeightGradientStripsSmall) limit=60 ;;
         *ClusterPairsAlong*) small=${t/ClusterPairs/ClusterPairsSmall} ;;
         *HopperSplitTail*) small=CudaBackend.HopperSplitTailSmall ;;
-        *HopperSwappedOperands | *HopperWeightGradientStrips) small=${t}Small ;;
+        *HopperSwappedOperands | *HopperWeightGradientStrips | *HopperForwardTmaStore) small=${t}Small ;;
       esac
       [[ $t == *HopperSplitTail || $t == *HopperWeightGradientStrips ]] && limit=300
       # measured plans time every kind of candidate: only once each kind's small cases passed
       [[ $t == *MeasuredPlans* ]] && small="CudaBackend.HopperSplitTailSmall CudaBackend.HopperSwappedOperandsSmall
-        CudaBackend.HopperWeightGradientStripsSmall CudaBackend.HopperWeightGradientTmaStoreSmall"
+        CudaBackend.HopperWeightGradientStripsSmall CudaBackend.HopperWeightGradientTmaStoreSmall
+        CudaBackend.HopperForwardTmaStoreSmall"
       gate_failed=""
       for gate in $small; do grep -q "$gate exit 0" "$OUT/gpu_tests.txt" || gate_failed=$gate; done
       if [ -n "$gate_failed" ]; then
@@ -112,7 +114,7 @@ if [ $run_bench = 1 ]; then
   # (--only 'Small'), so that one call can test the new kinds and time them.
   if [ $run_tests = 1 ]; then
     for axis in ClusterPairsAlongM:cluster=2 ClusterPairsAlongN:cluster=2n ClusterPairsAlongMN:cluster=4 \
-                WeightGradientTmaStore:epilogue=tma SplitTail:split=tail SwappedOperands:swap=ab \
+                WeightGradientTmaStore:epilogue=tma ForwardTmaStore:epilogue=tma SplitTail:split=tail SwappedOperands:swap=ab \
                 WeightGradientStrips:strips=on; do
       name=Hopper${axis%%:*}
       small_name=${name/ClusterPairs/ClusterPairsSmall}
@@ -158,8 +160,8 @@ if [ $run_tests = 1 ] && [ $run_sanitizer = 1 ]; then
     fi
   done
   # the TMA-store, SwiGLU and scatter epilogues and split tiles, likewise once their matrices passed
-  for small in HopperWeightGradientTmaStore HopperSwigluEpilogue HopperScatterAddRows HopperSplitTail \
-               HopperSwappedOperands HopperWeightGradientStrips; do
+  for small in HopperWeightGradientTmaStore HopperForwardTmaStore HopperSwigluEpilogue HopperScatterAddRows \
+               HopperSplitTail HopperSwappedOperands HopperWeightGradientStrips; do
     if [ -z "${RAGDOT_SANITIZE_FILTER:-}" ] && grep -q "$small exit 0" "$OUT/gpu_tests.txt"; then
       filter="$filter:CudaBackend.${small}Small"
     fi

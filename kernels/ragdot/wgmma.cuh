@@ -34,12 +34,18 @@
 // shares B (multicast halves) with the CTA of the other rows and A (multicast boxes) with the CTA
 // of the other columns, so each CTA loads half of the bytes it multiplies.
 //
-// TMA-store epilogue (kTmaStore, mode 2 with 16-bit outputs): each consumer warpgroup writes its
-// 64 x kBN outputs into shared memory one 64 x 64 box at a time, two buffers in turn, and one of
-// its threads sends each out with a TMA bulk store (whole lines; the warpgroup writes the next box
-// and goes on to its next tile while they drain). The weight gradient's output blocks are as large
-// as its weights (deepseek-v3: 15 GB), and its tiles have only a group's few rows of k, so the
-// stores bound it.
+// TMA-store epilogue (kTmaStore, 16-bit outputs): each consumer warpgroup writes its 64 x kBN
+// outputs into shared memory one box at a time, two buffers in turn, and one of its threads sends
+// each out with a TMA bulk store (the warpgroup writes the next box and goes on to its next tile
+// while they drain). Mode 2: boxes of 64 x 64 (whole 128-byte lines); the weight gradient's
+// output blocks are as large as its weights (deepseek-v3: 15 GB), and its tiles have only a
+// group's few rows of k, so the stores bound it. Mode 1: boxes of 64 rows x 32 columns (half the
+// staging, so that four stages still fit beside it), and only for a warpgroup whose 64 rows all
+// lie in the tile's group: a box cannot stop at a group boundary, and the rows past it belong to
+// the next group's tile; a group's last, partial rows are stored from the registers as usual.
+// The register stores send a row's 32 bytes per quad of lanes, eight lines per warp instruction,
+// and the warps wait on them while the tensor cores idle; the bulk stores move whole box rows
+// from shared memory and let the warpgroup go on.
 //
 // SwiGLU epilogue (kSwiglu, mode 1, B MN-major, 16-bit outputs): B's columns are [gate | up]
 // halves of n, and out is the [m, n / 2] activation. A tile at n0 multiplies gate columns
@@ -190,7 +196,12 @@ __device__ __forceinline__ void cluster_sync() {
   asm volatile("barrier.cluster.arrive;\nbarrier.cluster.wait;\n" ::: "memory");
 }
 
-// TMA bulk store of one box from shared memory; completes in this thread's bulk group.
+// TMA bulk stores of one box from shared memory; they complete in this thread's bulk group.
+__device__ __forceinline__ void tma_store_2d(const TensorMap* map, u32 src, int c0, int c1) {
+  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];\n" ::"l"(map), "r"(src),
+               "r"(c0), "r"(c1)
+               : "memory");
+}
 __device__ __forceinline__ void tma_store_3d(const TensorMap* map, u32 src, int c0, int c1, int c2) {
   asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%2, %3, %4}], [%1];\n" ::"l"(map),
                "r"(src), "r"(c0), "r"(c1), "r"(c2)
@@ -306,8 +317,9 @@ struct Kernel {
   static constexpr bool kPairN = kCluster == 4 || (kCluster == 2 && V::kClusterAlongN);   // split columns, share A
   static_assert(kCluster == 1 || ((kCluster == 2 || kCluster == 4) && !V::kGatherA && (kBN % 128 == 0 || !kPairM)),
                 "m pairs split B's boxes evenly; pairs load A by TMA");
-  static_assert(!V::kTmaStore || (V::kMode == 2 && sizeof(typename Storage<typename V::Out>::type) == 2),
-                "the TMA-store epilogue is the weight gradient's, for 16-bit outputs");
+  static_assert(!V::kTmaStore || (sizeof(typename Storage<typename V::Out>::type) == 2 &&
+                                   (V::kMode == 2 || (V::kCluster == 1 && !V::kSplitTail && !V::kSwapAB))),
+                "the TMA-store epilogue: 16-bit outputs; in mode 1 the plain epilogue on one CTA per tile");
   static_assert(!V::kSwiglu || (V::kMode == 1 && !V::kBKMajor && kBN % 128 == 0 &&
                                 sizeof(typename Storage<typename V::Out>::type) == 2 && !V::kTmaStore),
                 "the SwiGLU epilogue: mode 1, MN-major B in boxes of 64 columns, half a tile each of gate and up, "
@@ -319,8 +331,10 @@ struct Kernel {
                            !V::kScatterOut && !V::kTmaStore && !V::kSplitTail &&
                            sizeof(typename Storage<typename V::Out>::type) == 2),
                 "swapped operands: plain mode 1, 256 columns, one CTA per tile, 16-bit outputs");
-  // TMA-store epilogue: per warpgroup two buffers of one 64 x 64 box (8 KiB) each
-  static constexpr int kStagingBytes = V::kTmaStore ? 2 * 2 * 64 * 64 * 2 : 0;
+  // TMA-store epilogue: per warpgroup two buffers of one box of 64 rows x kStoreBoxCols 16-bit
+  // outputs (mode 2: 8 KiB, 128-byte swizzle; mode 1: 4 KiB, 64-byte swizzle)
+  static constexpr int kStoreBoxCols = V::kMode == 1 ? 32 : 64;
+  static constexpr int kStagingBytes = V::kTmaStore ? 2 * 2 * 64 * kStoreBoxCols * 2 : 0;
   // A cluster's tiles are 256 x kBN (pairs along m), 128 x 2 kBN (along n) or 256 x 2 kBN (2 x 2):
   // the scheduler hands out those.
   typedef Scheduler<V::kMode, kBM * (kPairM ? 2 : 1), kBN * (kPairN ? 2 : 1), kThreads> Sched;
@@ -794,30 +808,34 @@ struct Kernel {
       mbar_arrive_remote(cluster_address(smem_address(&empty_bar[s]), rank ^ peer));
   }
 
-  // kTmaStore: this warpgroup's 64 x kBN outputs go out one 64 x 64 box at a time through two
-  // 8 KiB buffers of its staging area, taken in turn (`stores` counts this warpgroup's boxes
-  // across tiles): the box is written 128B-swizzled, as the tensor map's TMA store reads it (a
-  // quad's 16 bytes of a row land in other banks than the other rows'), then thread 0 sends it out
-  // in a bulk group of its own, and a buffer is rewritten once the group before last (its previous
-  // box) has been read out, so writing one box overlaps sending the other. Boxes wholly past n
-  // are skipped; rows past m are clipped by the map.
+  // kTmaStore: this warpgroup's 64 x kBN outputs go out one box of 64 rows x kStoreBoxCols at a
+  // time through two buffers of its staging area, taken in turn (`stores` counts this
+  // warpgroup's boxes across tiles): the box is written swizzled, as the tensor map's TMA store
+  // reads it (128-byte rows: 16-byte piece c of row r at c ^ (r % 8); 64-byte rows: at
+  // c ^ (r / 2 % 4); either way a warp's eight rows x four lanes hit 32 different banks), then
+  // thread 0 sends it out in a bulk group of its own, and a buffer is rewritten once the group
+  // before last (its previous box) has been read out, so writing one box overlaps sending the
+  // other. Boxes wholly past n are skipped; rows past m and columns past n are clipped by the map.
+  // Mode 2's map is 3-D (n, m, group), mode 1's 2-D (n, m).
   static __device__ __forceinline__ void store_tile_tma(const TensorMap* map_out, u32 area, int wg, int tid, int n0,
                                                         int m0, int group, i64 cols_lim, u32& stores,
                                                         const float (&acc)[kAcc]) {
+    constexpr int kRowBytes = kStoreBoxCols * 2, kPieces = kRowBytes / 16;
     const int warp = tid >> 5, lane = tid & 31, q = lane & 3;
 #pragma unroll
-    for (int box = 0; box < kBN / 64; ++box) {
-      if (box * 64 >= cols_lim) break;  // the same for the whole warpgroup
-      const u32 buffer = area + (stores & 1) * (64 * 128);
+    for (int box = 0; box < kBN / kStoreBoxCols; ++box) {
+      if (box * kStoreBoxCols >= cols_lim) break;  // the same for the whole warpgroup
+      const u32 buffer = area + (stores & 1) * (64 * kRowBytes);
       if (tid == 0) bulk_wait_read<1>();  // this buffer's previous box has been read out
       warpgroup_sync(wg);
 #pragma unroll
-      for (int chunk = 0; chunk < 8; ++chunk) {  // 16 bytes (8 columns) of each row
-        const int j = box * 8 + chunk;         // the accumulators' block of 8 columns
+      for (int piece = 0; piece < kPieces; ++piece) {  // 16 bytes (8 columns) of each row
+        const int j = box * kPieces + piece;         // the accumulators' block of 8 columns
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const int r = warp * 16 + (lane >> 2) + 8 * h;
-          const u32 addr = buffer + r * 128 + ((chunk ^ (r & 7)) << 4) + q * 4;
+          const int swizzle = kRowBytes == 128 ? (r & 7) : ((r >> 1) & 3);
+          const u32 addr = buffer + r * kRowBytes + ((piece ^ swizzle) << 4) + q * 4;
           const u32 v = pack2(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1], typename V::Out());
           asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(addr), "r"(v) : "memory");
         }
@@ -825,7 +843,8 @@ struct Kernel {
       fence_async_shared();  // these generic-proxy writes before the TMA unit's reads
       warpgroup_sync(wg);
       if (tid == 0) {
-        tma_store_3d(map_out, buffer, n0 + box * 64, m0 + wg * 64, group);
+        if constexpr (V::kMode == 1) tma_store_2d(map_out, buffer, n0 + box * kStoreBoxCols, m0 + wg * 64);
+        else tma_store_3d(map_out, buffer, n0 + box * kStoreBoxCols, m0 + wg * 64, group);
         bulk_commit();
       }
       ++stores;
@@ -1054,11 +1073,15 @@ struct Kernel {
         continue;
       }
       if constexpr (V::kTmaStore) {
-        // (a warpgroup with no rows or columns here has nothing to send: it skips as a whole)
+        // (a warpgroup with no rows or columns here has nothing to send: it skips as a whole;
+        // in mode 1 one with fewer than 64 rows, the rest of its box being the next group's,
+        // stores them from the registers below)
         const u32 area = ring + kStages * kStageBytes + wg * (kStagingBytes / 2);
-        if (rows_here > 0 && cols_lim > 0)
-          store_tile_tma(map_out, area, wg, tid, (int)tile.n0, (int)tile.m0, tile.group, cols_lim, stores, acc);
-        continue;
+        if (V::kMode == 2 || rows_here >= 64) {
+          if (rows_here > 0 && cols_lim > 0)
+            store_tile_tma(map_out, area, wg, tid, (int)tile.n0, (int)tile.m0, tile.group, cols_lim, stores, acc);
+          continue;
+        }
       }
       const int r0 = warp * 16 + (lane >> 2);
       if constexpr (V::kScatterOut) {

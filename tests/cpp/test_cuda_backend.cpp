@@ -683,6 +683,23 @@ TEST(CudaBackend, HopperSplitTail) {
   check_split_tail(false);
 }
 
+// Under a mode 1 override whose plans name `says`: a bf16 case of `many.g` random groups, whose
+// scheduler table leaves room for three stages, not four, must be planned "s3 <says>" (returns
+// whether it was planned `says`); and an f32-output case on `f32_shape`, for which the key is
+// ignored, must not be, and still be right.
+bool expect_many_groups_and_f32(const Shape& many, const Shape& f32_shape, const std::string& says,
+                                workloads::SplitMix64& rng, std::uint64_t& seed) {
+  verify::Case c = mode1_case(many, verify::make_group_sizes(GroupPattern::kRandom, many.g, many.m, rng), DType::kBF16,
+                              DType::kBF16, false);
+  c.description += " " + says + " " + std::to_string(many.g) + " groups";
+  const std::string plan = expect_cuda_pass(c, seed++, false, /*repeats=*/3);
+  EXPECT_NE(plan.find("s3 " + says), std::string::npos) << plan;
+  verify::Case f32 = mode1_case(f32_shape, verify::make_group_sizes(GroupPattern::kRandom, f32_shape.g, f32_shape.m, rng),
+                                DType::kBF16, DType::kF32, false);
+  EXPECT_EQ(expect_cuda_pass(f32, seed++).find(says), std::string::npos);
+  return plan.find(says) != std::string::npos;
+}
+
 // Swapped operands (RAGDOT_CUDA_VARIANT=swap=ab): out^T = W^T x^T, 256 weight columns by up to
 // 160 token rows per tile, the rows as wgmma's N in steps of 16 (one k loop per N), the output
 // transposed back through movmatrix, in four pipeline stages (three with 3000 groups, whose
@@ -731,17 +748,8 @@ void check_swapped_operands(bool small) {
     }
     // 3000 groups: a scheduler table that leaves room for three stages, not four (the cases above
     // have four)
-    verify::Case many = mode1_case({1000, 64, 8, 3000}, verify::make_group_sizes(GroupPattern::kRandom, 3000, 1000, rng),
-                                   DType::kBF16, DType::kBF16, false);
-    many.description += " swap=ab 3000 groups";
     ++cases;
-    const std::string many_plan = expect_cuda_pass(many, seed++, false, /*repeats=*/3);
-    swapped += many_plan.find("swapAB") != std::string::npos;
-    EXPECT_NE(many_plan.find("s3 swapAB"), std::string::npos) << many_plan;
-    // f32 outputs: not swapped (the key is ignored), still right
-    verify::Case f32 = mode1_case(shapes[0], verify::make_group_sizes(GroupPattern::kRandom, 4, 1000, rng), DType::kBF16,
-                                  DType::kF32, false);
-    EXPECT_EQ(expect_cuda_pass(f32, seed++).find("swapAB"), std::string::npos);
+    swapped += expect_many_groups_and_f32({1000, 64, 8, 3000}, shapes[0], "swapAB", rng, seed);
   }
   EXPECT_EQ(swapped, cases) << "a case was not planned with swapped operands";
 }
@@ -756,6 +764,78 @@ TEST(CudaBackend, HopperSwappedOperands) {
   REQUIRE_GPU();
   if (!device_is_hopper()) GTEST_SKIP() << "swapped operands are the Hopper family's";
   check_swapped_operands(false);
+}
+
+// The forward's TMA-store epilogue (RAGDOT_CUDA_VARIANT=epilogue=tma in mode 1): a consumer
+// warpgroup whose 64 rows all lie in the tile's group sends them out in boxes of 64 x 32 through
+// two staging buffers; one with fewer (a group's last rows, which share the box with the next
+// group's) stores them from the registers, so both paths alternate within a launch. The cases:
+// groups of multiples of 64 rows and of odd sizes, empty groups, one group with every row, a tail
+// no group covers; n a multiple of 32, 8 past one (the last box clipped by the map) and short of
+// a whole tile (boxes past n skipped); both weight layouts, both 16-bit types, gathered rows,
+// both tile widths, and 600 groups (a scheduler table that leaves three stages, not four). Three
+// runs each, bitwise the same; every 16-bit case planned with the TMA store, f32 outputs not.
+// `small`: one shape, two patterns, both weight layouts (for compute-sanitizer).
+void check_forward_tma_store(bool small) {
+  const std::vector<Shape> shapes = small ? std::vector<Shape>{{700, 128, 264, 4}}
+                                          : std::vector<Shape>{{1000, 192, 320, 4}, {777, 136, 264, 3},
+                                                               {640, 64, 200, 5}, {300, 128, 136, 8}};
+  const std::vector<GroupPattern> patterns = epilogue_patterns(small);
+  workloads::SplitMix64 rng(97);
+  std::uint64_t seed = 21000;
+  int cases = 0, tma_plans = 0;
+  auto check = [&](verify::Case c, const std::string& what) {
+    c.description += " epilogue=tma " + what;
+    ++cases;
+    tma_plans += expect_cuda_pass(c, seed++, false, /*repeats=*/3).find("tmastore") != std::string::npos;
+  };
+  for (const char* spec : small ? std::vector<const char*>{"epilogue=tma"}
+                                : std::vector<const char*>{"epilogue=tma", "epilogue=tma,bn=128"}) {
+    ScopedVariant tma(spec);
+    for (DType dt : {DType::kBF16, DType::kF16}) {
+      for (bool nk : {false, true}) {
+        if (small && dt == DType::kF16) continue;
+        for (const Shape& sh : shapes) {
+          for (GroupPattern pat : patterns)
+            check(mode1_case(sh, verify::make_group_sizes(pat, sh.g, sh.m, rng), dt, dt, nk),
+                  std::string(spec) + " " + verify::group_pattern_name(pat));
+          // whole warpgroups and partial ones in turn: sizes of 64 r and 64 r + a few
+          const std::vector<std::int64_t> mixed = {128, 67, 64, 0, 192, 1};
+          std::int64_t m = 0;
+          for (std::int64_t g : mixed) m += g;
+          check(mode1_case({m + 40, sh.k, sh.n, std::int64_t(mixed.size())}, mixed, dt, dt, nk),
+                std::string(spec) + " groups of 64 r and 64 r + a few");
+        }
+      }
+    }
+    if (small) continue;
+    // gathered rows
+    const Shape sh{500, 128, 264, 4};
+    verify::Case gathered = mode1_case(sh, verify::make_group_sizes(GroupPattern::kRandom, sh.g, sh.m, rng),
+                                       DType::kBF16, DType::kBF16, true);
+    gathered.lhs_table_rows = 401;
+    for (std::int64_t i = 0; i < sh.m; ++i) gathered.lhs_rows.push_back(std::int32_t(rng.next() % 410));
+    check(gathered, std::string(spec) + " gathered");
+  }
+  if (!small) {
+    ScopedVariant tma("epilogue=tma");
+    // 600 groups: the largest scheduler table, three stages
+    ++cases;
+    tma_plans += expect_many_groups_and_f32({40000, 64, 72, 600}, shapes[0], "tmastore", rng, seed);
+  }
+  EXPECT_EQ(tma_plans, cases) << "a case was not planned with the TMA-store epilogue";
+}
+
+TEST(CudaBackend, HopperForwardTmaStoreSmall) {
+  REQUIRE_GPU();
+  if (!device_is_hopper()) GTEST_SKIP() << "the TMA-store epilogue is the Hopper family's";
+  check_forward_tma_store(true);
+}
+
+TEST(CudaBackend, HopperForwardTmaStore) {
+  REQUIRE_GPU();
+  if (!device_is_hopper()) GTEST_SKIP() << "the TMA-store epilogue is the Hopper family's";
+  check_forward_tma_store(false);
 }
 
 // The weight-gradient form of the Hopper family (mode 2: lhs [k, m], rhs [k, n], out [g, m, n]),

@@ -391,11 +391,60 @@ TEST(CudaCodegen, VariantOverrideChangesTheTileOrSaysWhatIsWrong) {
   EXPECT_NE(v->name().find("tmastore"), std::string::npos) << v->name();
   EXPECT_NE(generate_source(*v).find("map_out"), std::string::npos);
   EXPECT_FALSE(override_variant(*v, "epilogue=direct", hopper)->tma_store);
-  EXPECT_FALSE(override_variant(*wgmma, "epilogue=tma", hopper)->tma_store);  // mode 1: ignored
+  ASSERT_EQ(wgmma->out, DType::kF32);
+  EXPECT_FALSE(override_variant(*wgmma, "epilogue=tma", hopper)->tma_store);  // f32 outputs: ignored
   KernelVariant f32_out = *mode2;
   f32_out.out = DType::kF32;
   EXPECT_FALSE(override_variant(f32_out, "epilogue=tma", hopper)->tma_store);
   EXPECT_FALSE(override_variant(*mode2, "epilogue=smem", hopper).ok());
+  // epilogue=tma in mode 1: the plain epilogue's 16-bit outputs (gathered rows too), boxes of 64 x
+  // 32 through 16 KiB of staging: four stages of a 256-wide tile beside a table of up to 512
+  // groups, three beside the largest; not with CTA pairs, split tiles or swapped operands, and
+  // ignored by the SwiGLU and table-row epilogues
+  {
+    const auto forward = std::find_if(variants.begin(), variants.end(), [](const KernelVariant& k) {
+      return k.family == KernelFamily::kWgmma && k.mode == 1 && k.out == DType::kBF16 && k.lhs == DType::kBF16 &&
+             k.bn == 256 && !k.b_k_major && !k.gather_a && !k.swiglu && !k.scatter_out && !k.split_tail &&
+             !k.swap_ab && !k.tma_store && k.cluster == 1;
+    });
+    ASSERT_NE(forward, variants.end());
+    ASSERT_EQ(forward->stages, 4);
+    auto tma = override_variant(*forward, "epilogue=tma", hopper);
+    ASSERT_TRUE(tma.ok()) << tma.status().to_string();
+    EXPECT_TRUE(tma->tma_store);
+    EXPECT_EQ(tma->stages, 3);  // beside the largest table
+    EXPECT_EQ(tma->dynamic_smem_bytes(0, 0) - forward->dynamic_smem_bytes(0, 0),
+              2 * 2 * 64 * 32 * 2 - (128 + 256) * 64 * 2);
+    const std::string source = generate_source(*tma);
+    EXPECT_NE(source.find("kTmaStore = true"), std::string::npos);
+    EXPECT_NE(source.find("map_out"), std::string::npos);
+    EXPECT_TRUE(std::find(variants.begin(), variants.end(), *tma) != variants.end()) << "CI does not compile " << tma->name();
+    for (std::int64_t groups : {1, 8, 64, 128, 256, 300, 512}) {
+      auto fit = override_variant(*forward, "epilogue=tma", hopper, compiled_table_for(groups));
+      ASSERT_TRUE(fit.ok()) << groups << ": " << fit.status().to_string();
+      EXPECT_EQ(fit->stages, 4) << groups;
+      EXPECT_LE(fit->dynamic_smem_bytes(groups / 2, groups - groups / 2) + kWgmmaStaticSmemBytes, hopper.max_dynamic_smem)
+          << groups << " groups: " << fit->name();
+      EXPECT_TRUE(std::find(variants.begin(), variants.end(), *fit) != variants.end())
+          << "CI does not compile " << fit->name();
+    }
+    EXPECT_EQ(*override_variant(*tma, "epilogue=direct", hopper), *forward);
+    KernelVariant gathered16 = *forward;
+    gathered16.gather_a = true;
+    auto gathered_tma = override_variant(gathered16, "epilogue=tma", hopper, compiled_table_for(128));
+    ASSERT_TRUE(gathered_tma.ok()) << gathered_tma.status().to_string();
+    EXPECT_TRUE(gathered_tma->tma_store);
+    EXPECT_TRUE(std::find(variants.begin(), variants.end(), *gathered_tma) != variants.end())
+        << "CI does not compile " << gathered_tma->name();
+    for (auto own : {&KernelVariant::swiglu, &KernelVariant::scatter_out}) {
+      KernelVariant k = *forward;
+      k.*own = true;
+      EXPECT_FALSE(override_variant(k, "epilogue=tma", hopper)->tma_store);
+    }
+    expect_rejected(*forward, {"epilogue=tma,cluster=2", "cluster=2n,epilogue=tma", "epilogue=tma,split=tail"},
+                    "epilogue=tma");
+    expect_rejected(*forward, {"epilogue=tma,swap=ab"}, "swapped operands");
+  }
   // n pairs load their whole B tiles: any bn
   v = override_variant(*wgmma, "cluster=2n,bn=192", hopper);
   ASSERT_TRUE(v.ok()) << v.status().to_string();

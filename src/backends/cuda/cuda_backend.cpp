@@ -366,8 +366,11 @@ class CudaBackend final : public Backend {
     RAGDOT_ASSIGN_OR_RETURN(KernelVariant v, cuda::choose_variant(p, dev->traits, spec.small_groups_on_wgmma));
     std::string measured;  // what measuring chose, for the plan's description
     if (override_text) {
-      // an override names its variant: it is not measured against others
-      RAGDOT_ASSIGN_OR_RETURN(v, cuda::override_variant(v, spec, dev->traits, p.num_groups + p.computed_groups));
+      // an override names its variant: it is not measured against others. Stage counts that
+      // depend on the scheduler table are those of the compiled table that holds this problem's
+      // (as for measured candidates), so that a measured winner pinned here is the same kernel.
+      RAGDOT_ASSIGN_OR_RETURN(v, cuda::override_variant(v, spec, dev->traits,
+                                                        cuda::compiled_table_for(p.num_groups + p.computed_groups)));
     } else if (r.options.effort == PlanningEffort::kMeasure) {
       auto make = [&](const KernelVariant& candidate) -> Result<std::unique_ptr<detail::BackendPlan>> {
         RAGDOT_ASSIGN_OR_RETURN(std::unique_ptr<CudaPlan> plan, build_plan(p, *dev, candidate, spec, /*checked=*/false));

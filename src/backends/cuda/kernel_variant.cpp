@@ -65,8 +65,10 @@ KernelVariant mma_variant(int mode, DType in, DType out, bool a_k, bool b_k, boo
 // per-block limit counts both kinds).
 std::int64_t wgmma_stage_bytes(int bn, int bm = 128) { return std::int64_t(bm + bn) * 64 * 2; }
 // The TMA-store epilogue's staging area (kernels/ragdot/wgmma.cuh: kStagingBytes): two
-// warpgroups x two buffers x a 64 x 64 box of 16-bit outputs.
-constexpr std::int64_t kTmaStoreStagingBytes = 2 * 2 * 64 * 64 * 2;
+// warpgroups x two buffers x a box of 64 rows of 16-bit outputs, 64 columns wide in mode 2 and 32
+// in mode 1 (16 KiB: four stages of a 256-wide tile still fit beside it and a table of up to ~500
+// groups).
+std::int64_t tma_store_staging_bytes(int mode) { return 2 * 2 * 64 * (mode == 1 ? 32 : 64) * 2; }
 // The most stages (2 to 6) of `stage_bytes` that fit beside `other_bytes`, the scheduler table of
 // `groups` groups, the 1 KiB pad and the static part; 0 if not two.
 int deepest_ring(std::int64_t stage_bytes, std::int64_t other_bytes, const DeviceTraits& d, std::int64_t groups) {
@@ -75,8 +77,16 @@ int deepest_ring(std::int64_t stage_bytes, std::int64_t other_bytes, const Devic
       return s;
   return 0;
 }
-int wgmma_stages(int bn, const DeviceTraits& d, bool tma_store = false, int bm = 128, std::int64_t groups = -1) {
-  return deepest_ring(wgmma_stage_bytes(bn, bm), tma_store ? kTmaStoreStagingBytes : 0, d, groups);
+int wgmma_stages(int bn, const DeviceTraits& d, std::int64_t staging_bytes = 0, int bm = 128,
+                 std::int64_t groups = -1) {
+  return deepest_ring(wgmma_stage_bytes(bn, bm), staging_bytes, d, groups);
+}
+std::int64_t staging_bytes_of(const KernelVariant& v) { return v.tma_store ? tma_store_staging_bytes(v.mode) : 0; }
+// The TMA-store epilogue's ring: the weight gradient's beside the largest scheduler table (3
+// stages of a 256-wide tile); the forward's beside the table of `groups` groups (its staging is
+// half as large: 4 stages for tables up to ~500 groups, 3 beside the largest).
+int tma_store_stages(const KernelVariant& v, const DeviceTraits& d, std::int64_t groups) {
+  return wgmma_stages(v.bn, d, staging_bytes_of(v), v.bm, v.mode == 1 ? groups : -1);
 }
 
 // Weight-gradient strips (kernels/ragdot/strips.h): a ring of A tiles (128 x 64) beside B's slots
@@ -99,7 +109,7 @@ KernelVariant swapped(KernelVariant v, const DeviceTraits& d, std::int64_t group
   v.swap_ab = true;
   v.bn = 256;
   v.bm = kSwapRows;
-  v.stages = wgmma_stages(v.bn, d, false, v.bm, groups);
+  v.stages = wgmma_stages(v.bn, d, 0, v.bm, groups);
   return v;
 }
 
@@ -213,7 +223,7 @@ std::int64_t KernelVariant::dynamic_smem_bytes(std::int64_t groups, std::int64_t
   if (family == KernelFamily::kWgmma && strips)
     return sched + 1024 + stages * kStripATileBytes + std::int64_t(ragdot_strip_b_slots(bn)) * bn * 64 * 2;
   if (family == KernelFamily::kWgmma)
-    return sched + 1024 + stages * wgmma_stage_bytes(bn, bm) + (tma_store ? kTmaStoreStagingBytes : 0);
+    return sched + 1024 + stages * wgmma_stage_bytes(bn, bm) + staging_bytes_of(*this);
   return sched_aligned;
 }
 
@@ -462,10 +472,12 @@ Result<KernelVariant> override_variant(const KernelVariant& v, const VariantSpec
   // A key the chosen family does not have leaves it as it is: one setting can then stand for a
   // whole program whose ops land on different families.
   KernelVariant out = v;
-  // the TMA-store epilogue is the weight gradient's, for 16-bit outputs: elsewhere the key is ignored
-  if (spec.tma_store && out.family == KernelFamily::kWgmma && out.mode == 2 && out.out != DType::kF32) {
+  // the TMA-store epilogue, for 16-bit outputs: the weight gradient's, and the forward's plain
+  // epilogue (the SwiGLU and table-row epilogues have their own); elsewhere the key is ignored
+  if (spec.tma_store && out.family == KernelFamily::kWgmma && out.out != DType::kF32 &&
+      (out.mode == 2 || (out.mode == 1 && !out.swiglu && !out.scatter_out))) {
     out.tma_store = *spec.tma_store;
-    out.stages = wgmma_stages(out.bn, d, out.tma_store);
+    out.stages = out.tma_store ? tma_store_stages(out, d, groups) : wgmma_stages(out.bn, d, 0, out.bm);
   }
   if (spec.bn && out.family == KernelFamily::kWgmma) {
     if (out.swiglu && *spec.bn % 128 != 0)
@@ -473,7 +485,7 @@ Result<KernelVariant> override_variant(const KernelVariant& v, const VariantSpec
                               " with the SwiGLU epilogue, whose tile is half gate and half up boxes of 64 columns "
                               "(use 128 or 256)");
     out.bn = *spec.bn;
-    out.stages = wgmma_stages(out.bn, d, out.tma_store);
+    out.stages = out.tma_store ? tma_store_stages(out, d, groups) : wgmma_stages(out.bn, d);
   }
   if (spec.stages && out.family != KernelFamily::kSimt) out.stages = *spec.stages;
   // gathered rows are cp.async loads, one CTA per tile: pairs do not apply there
@@ -491,6 +503,10 @@ Result<KernelVariant> override_variant(const KernelVariant& v, const VariantSpec
   if (out.split_tail && out.cluster > 1)
     return invalid_argument("RAGDOT_CUDA_VARIANT: split=tail runs each tile on one CTA; not with cluster=" +
                             std::to_string(out.cluster) + (out.cluster_along_n ? "n" : ""));
+  // the forward's TMA-store epilogue runs each tile on one CTA, whole
+  if (out.tma_store && out.mode == 1 && (out.cluster > 1 || out.split_tail))
+    return invalid_argument("RAGDOT_CUDA_VARIANT: epilogue=tma in mode 1 stores each tile from one CTA, whole; not "
+                            "with cluster or split");
   // swapped operands: the Hopper family's plain mode 1 with 16-bit outputs (not gathered rows nor
   // the SwiGLU or table-row epilogues, whose tiles are row-major); elsewhere the key is ignored
   if (spec.swap_ab && out.family == KernelFamily::kWgmma && out.mode == 1) {
@@ -506,7 +522,7 @@ Result<KernelVariant> override_variant(const KernelVariant& v, const VariantSpec
     } else if (!*spec.swap_ab && out.swap_ab) {
       out.swap_ab = false;
       out.bm = 128;
-      out.stages = spec.stages ? *spec.stages : wgmma_stages(out.bn, d, out.tma_store);
+      out.stages = spec.stages ? *spec.stages : wgmma_stages(out.bn, d);
     }
   }
   // (a swapped variant given other keys: they must leave it a kernel that exists)
@@ -525,7 +541,7 @@ Result<KernelVariant> override_variant(const KernelVariant& v, const VariantSpec
       if (spec.stages) out.stages = *spec.stages;
     } else if (!*spec.strips && out.strips) {
       out.strips = false;
-      out.stages = spec.stages ? *spec.stages : wgmma_stages(out.bn, d, out.tma_store);
+      out.stages = spec.stages ? *spec.stages : wgmma_stages(out.bn, d);
     }
   }
   if (out.strips && (out.cluster > 1 || out.tma_store))
@@ -581,12 +597,21 @@ std::vector<KernelVariant> all_variants(const DeviceTraits& d) {
             for (bool b_k : {true, false})
               for (bool gather : {false, true}) out.push_back(wgmma_variant(1, in, o, b_k, bn, d, gather));
             out.push_back(wgmma_variant(2, in, o, false, bn, d));
-            // the weight gradient's TMA-store epilogue (RAGDOT_CUDA_VARIANT=epilogue=tma)
+            // the TMA-store epilogue (RAGDOT_CUDA_VARIANT=epilogue=tma): the weight gradient's,
+            // and the forward's (outputs of the input type) with both weight layouts and gathered
+            // rows, in the stages of each compiled scheduler table (kCompiledTables)
             if (o != DType::kF32) {
               KernelVariant v = wgmma_variant(2, in, o, false, bn, d);
               v.tma_store = true;
-              v.stages = wgmma_stages(bn, d, true);
+              v.stages = tma_store_stages(v, d, -1);
               out.push_back(v);
+              for (int form = 0; form < 3 && o == in; ++form)
+                for (std::int64_t groups : kCompiledTables) {
+                  KernelVariant f = wgmma_variant(1, in, o, form == 1, bn, d, form == 2);
+                  f.tma_store = true;
+                  f.stages = tma_store_stages(f, d, groups);
+                  out.push_back(f);
+                }
             }
             // the SwiGLU epilogue (PlanOptions::swiglu_epilogue), with and without gathered rows
             if (o != DType::kF32)
@@ -622,7 +647,7 @@ std::vector<KernelVariant> all_variants(const DeviceTraits& d) {
         for (int bn : {128, 256}) {
           KernelVariant v = wgmma_variant(2, DType::kBF16, DType::kBF16, false, bn, d);
           v.tma_store = true;
-          v.stages = wgmma_stages(bn, d, true);
+          v.stages = tma_store_stages(v, d, -1);
           v.cluster = kind == 2 ? 4 : 2;
           v.cluster_along_n = kind == 1;
           out.push_back(v);

@@ -10,13 +10,14 @@ namespace ragdot::cuda {
 namespace {
 
 Status encode(CUtensorMap& map, CUtensorMapDataType type, cuuint32_t rank, const void* base, const cuuint64_t* dims,
-              const cuuint64_t* strides_bytes, const cuuint32_t* box, const char* what) {
+              const cuuint64_t* strides_bytes, const cuuint32_t* box, const char* what,
+              CUtensorMapSwizzle swizzle = CU_TENSOR_MAP_SWIZZLE_128B) {
   const DriverApi* d = driver();
   if (!d || !d->cuTensorMapEncodeTiled) return unavailable("this CUDA driver has no cuTensorMapEncodeTiled");
   const cuuint32_t element_strides[3] = {1, 1, 1};
   RAGDOT_CU_RETURN_IF_ERROR(
       d->cuTensorMapEncodeTiled(&map, type, rank, const_cast<void*>(base), dims, strides_bytes, box, element_strides,
-                                CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
                                 CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
       what);
   return Status::ok();
@@ -29,11 +30,19 @@ Status encode_operand_maps(const KernelVariant& v, const core::GroupGemmProblem&
   const CUtensorMapDataType type =
       v.lhs == DType::kF16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
   constexpr std::uint64_t kElem = 2;
-  if (v.tma_store && p.out_elements > 0) {  // (no output, no tiles: the map stays zero)
+  const CUtensorMapDataType out_type =
+      v.out == DType::kF16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+  if (v.tma_store && v.mode == 1 && p.out_elements > 0) {
+    // out [m, n] (n contiguous, 16-bit): dims (n, m); boxes of 32 n x 64 m (64-byte rows, 64-byte
+    // swizzle), one consumer warpgroup's rows; stores past m or n are clipped
+    const cuuint64_t dims[2] = {cuuint64_t(p.n), cuuint64_t(p.m)};
+    const cuuint64_t strides[1] = {cuuint64_t(p.out_m) * kElem};
+    const cuuint32_t box[2] = {32, 64};
+    RAGDOT_RETURN_IF_ERROR(encode(maps.out, out_type, 2, out, dims, strides, box, "cuTensorMapEncodeTiled(out)",
+                                  CU_TENSOR_MAP_SWIZZLE_64B));
+  } else if (v.tma_store && p.out_elements > 0) {  // (no output, no tiles: the map stays zero)
     // out [g, m, n] (n contiguous, 16-bit): dims (n, m, g) over the computed groups' blocks; boxes
     // of 64 n x 64 m, one consumer warpgroup's rows; stores past m or n are clipped
-    const CUtensorMapDataType out_type =
-        v.out == DType::kF16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
     const cuuint64_t dims[3] = {cuuint64_t(p.n), cuuint64_t(p.m),
                                 cuuint64_t(std::max<std::int64_t>(p.computed_groups, 1))};
     const cuuint64_t strides[2] = {cuuint64_t(p.out_m) * kElem, cuuint64_t(p.out_g) * kElem};
