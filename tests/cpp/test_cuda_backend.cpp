@@ -773,7 +773,8 @@ TEST(CudaBackend, HopperSwappedOperands) {
 // groups of multiples of 64 rows and of odd sizes, empty groups, one group with every row, a tail
 // no group covers; n a multiple of 32, 8 past one (the last box clipped by the map) and short of
 // a whole tile (boxes past n skipped); both weight layouts, both 16-bit types, gathered rows,
-// both tile widths, and 600 groups (a scheduler table that leaves three stages, not four). Three
+// both tile widths, a group offset, and 600 groups (a scheduler table that leaves three stages of
+// a 256-wide tile, not four). Three
 // runs each, bitwise the same; every 16-bit case planned with the TMA store, f32 outputs not.
 // `small`: one shape, two patterns, both weight layouts (for compute-sanitizer).
 void check_forward_tma_store(bool small) {
@@ -821,7 +822,10 @@ void check_forward_tma_store(bool small) {
     ScopedVariant tma("epilogue=tma");
     // 600 groups: the largest scheduler table, three stages
     ++cases;
-    tma_plans += expect_many_groups_and_f32({40000, 64, 72, 600}, shapes[0], "tmastore", rng, seed);
+    tma_plans += expect_many_groups_and_f32({40000, 64, 264, 600}, shapes[0], "tmastore", rng, seed);
+    // a group offset: the rows of the groups not computed are zero tiles, some of 64 rows and more
+    ++cases;
+    tma_plans += expect_cuda_pass(mode1_offset_case(), seed++, false, /*repeats=*/3).find("tmastore") != std::string::npos;
   }
   EXPECT_EQ(tma_plans, cases) << "a case was not planned with the TMA-store epilogue";
 }

@@ -436,6 +436,9 @@ TEST(CudaCodegen, VariantOverrideChangesTheTileOrSaysWhatIsWrong) {
     EXPECT_TRUE(gathered_tma->tma_store);
     EXPECT_TRUE(std::find(variants.begin(), variants.end(), *gathered_tma) != variants.end())
         << "CI does not compile " << gathered_tma->name();
+    KernelVariant mixed = *forward;  // bf16 in, f16 out: not compiled in CI with it, so ignored
+    mixed.out = DType::kF16;
+    EXPECT_FALSE(override_variant(mixed, "epilogue=tma", hopper)->tma_store);
     for (auto own : {&KernelVariant::swiglu, &KernelVariant::scatter_out}) {
       KernelVariant k = *forward;
       k.*own = true;

@@ -473,9 +473,10 @@ Result<KernelVariant> override_variant(const KernelVariant& v, const VariantSpec
   // whole program whose ops land on different families.
   KernelVariant out = v;
   // the TMA-store epilogue, for 16-bit outputs: the weight gradient's, and the forward's plain
-  // epilogue (the SwiGLU and table-row epilogues have their own); elsewhere the key is ignored
+  // epilogue with outputs of the input type (the SwiGLU and table-row epilogues have their own;
+  // CI compiles no mixed types there); elsewhere the key is ignored
   if (spec.tma_store && out.family == KernelFamily::kWgmma && out.out != DType::kF32 &&
-      (out.mode == 2 || (out.mode == 1 && !out.swiglu && !out.scatter_out))) {
+      (out.mode == 2 || (out.mode == 1 && !out.swiglu && !out.scatter_out && out.out == out.lhs))) {
     out.tma_store = *spec.tma_store;
     out.stages = out.tma_store ? tma_store_stages(out, d, groups) : wgmma_stages(out.bn, d, 0, out.bm);
   }
