@@ -259,6 +259,15 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::fprintf(js, "{\"date\": \"%s\", \"device\": \"%s\", \"cases\": [\n", date, devname);
+  // The file is a whole JSON document after the header and after every case: the closing
+  // brackets are written and then overwritten by the next case, so that a run cut short (a time
+  // limit on a shared GPU) leaves its finished cases readable.
+  auto close_for_now = [js] {
+    std::fputs("\n]}\n", js);
+    std::fflush(js);
+    std::fseek(js, -4, SEEK_END);
+  };
+  close_for_now();
   bool first_case = true;
   int index = 0, failures = 0;
   for (const auto& bc : cases) {
@@ -501,7 +510,7 @@ int main(int argc, char** argv) {
                  json_escape(cublas_t.error).c_str(), json_escape(padded_t.error).c_str(), sweep_json.c_str());
     for (std::size_t i = 0; i < sizes.size(); ++i) std::fprintf(js, "%s%lld", i ? ", " : "", (long long)sizes[i]);
     std::fprintf(js, "]}");
-    std::fflush(js);
+    close_for_now();
     first_case = false;
     (void)plan_disk;
     (void)plan_mem;

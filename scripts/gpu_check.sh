@@ -13,21 +13,20 @@
 # --no-peers.
 # --sweep times the cuda backend again under each RAGDOT_CUDA_VARIANT override in SPECS
 # (';'-separated) beside the planner's choice, on every benchmark case where it changes the kernel
-# (default "split=tail;swap=ab;strips=on;epilogue=tma;measure": the Hopper family's last wave
-# split along k, swapped operands, token rows as wgmma's N, the weight gradient in strips that
-# keep B in shared memory, the TMA-store epilogue (the forward's is new; the weight gradient's was
-# timed before); "measure": a measured plan, PlanningEffort::kMeasure, with the case's group
-# sizes; "" for none). The variants timed on 2026-12-05 (bench/RESULTS.md), all slower than the
-# planner's choice, stay out of the default to save device time: "cluster=2;cluster=2n;cluster=4;
-# raster=25600;epilogue=tma,bn=192;bn=128" (CTA pairs along m and along n, 2 x 2 clusters, a
-# large group's tiles in blocks whose rows fit in 25 MiB of L2, the weight gradient's TMA-store
-# epilogue at bn 192, 128-wide tiles).
+# (default "split=tail;swap=ab;strips=on;measure": the Hopper family's last wave split along k,
+# swapped operands, token rows as wgmma's N, the weight gradient in strips that keep B in shared
+# memory; "measure": a measured plan, PlanningEffort::kMeasure, with the case's group sizes; ""
+# for none). The variants timed on 2026-12-05 and -06 (bench/RESULTS.md), slower than the
+# planner's choice everywhere, stay out of the default to save device time: "cluster=2;cluster=2n;
+# cluster=4;raster=25600;epilogue=tma;epilogue=tma,bn=192;bn=128" (CTA pairs along m and along n,
+# 2 x 2 clusters, a large group's tiles in blocks whose rows fit in 25 MiB of L2, the TMA-store
+# epilogue of both modes, at bn 192 too, 128-wide tiles).
 # --python adds, after everything else, the Python bindings' GPU tests and MoE step benchmark
 # (scripts/gpu_python.sh; needs nanobind, jax with CUDA, and PyTorch or CuPy installed there).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . scripts/gpu_log.sh log.txt
-run_tests=1 run_bench=1 run_sanitizer=1 run_python=0 quick="" skip='^$' only='.*' peers=1 sweep='split=tail;swap=ab;strips=on;epilogue=tma;measure'
+run_tests=1 run_bench=1 run_sanitizer=1 run_python=0 quick="" skip='^$' only='.*' peers=1 sweep='split=tail;swap=ab;strips=on;measure'
 while [ $# -gt 0 ]; do
   a=$1
   shift

@@ -29,9 +29,8 @@ std::vector<Candidate> candidate_variants(const core::GroupGemmProblem& p, const
     const bool plain = !chosen.gather_a && !chosen.swiglu && !chosen.scatter_out && chosen.out != DType::kF32;
     if (plain && p.m / groups <= kSwapRowsPerGroup) specs.push_back("swap=ab");
     specs.push_back("split=tail");
-    // the TMA-store epilogue takes a warpgroup's 64 rows whole: groups of fewer rows never use it
-    const bool own_epilogue = chosen.swiglu || chosen.scatter_out || chosen.out == DType::kF32;
-    if (!own_epilogue && p.m / groups >= 64) specs.push_back("epilogue=tma");
+    // (not the TMA-store epilogue: on an H200 it lost to the register stores on every benchmark
+    // case, by 2 to 17%, bench/RESULTS.md 2026-12-06)
   } else if (chosen.mode == 2) {
     specs.push_back("strips=on");
     if (chosen.out != DType::kF32) specs.push_back("epilogue=tma");
