@@ -41,6 +41,13 @@ def main():
         r.update({"ms": ms, "tflops": tf, "roof_tflops": roof, "notes": notes})
         rag = tf.get("ragdot")
         r["ratios"] = {k: (rag / v if rag and v else None) for k, v in tf.items() if k != "ragdot"}
+        # ragdot with a measured plan (the sweep's "measure": RAGDOT_PLAN_EFFORT=measure with the
+        # case's group sizes), beside the same peers
+        measured = next((x for x in c.get("sweep", []) if x.get("spec") == "measure" and (x.get("ms") or 0) > 0), None)
+        if measured:
+            tm = c["flops"] / measured["ms"] / 1e9
+            r["measured_plan"] = {"ms": measured["ms"], "tflops": tm, "variant": measured.get("variant", ""),
+                                  "ratios": {k: (tm / v if v else None) for k, v in tf.items()}}
         r["ratio_to_roof"] = rag / roof if rag else None
         r["ragdot_gbps_min_bytes"] = c["min_bytes"] / ms["ragdot"] / 1e6 if ms.get("ragdot") else None
         rows.append(r)
@@ -55,8 +62,9 @@ def main():
     lines = [f"GPU: {bench['device']}, {bench['date']}, commit {a.commit or '?'}; TFLOP/s on useful FLOPs "
              f"(ratio ragdot/peer in parentheses); roof = min(compute {PEAK_TFLOPS:.0f} TF/s, weight bytes at "
              f"{COPY_TBPS} TB/s).", "",
-             "| case | skew | M | K | N | ragdot | roof (ratio) | " + " | ".join(peers) + " | variant |",
-             "|---|---|---|---|---|---|---|" + "---|" * len(peers) + "---|"]
+             "| case | skew | M | K | N | ragdot | roof (ratio) | ragdot, measured plan (/ torch, / dense) | " +
+             " | ".join(peers) + " | variant |",
+             "|---|---|---|---|---|---|---|---|" + "---|" * len(peers) + "---|"]
     for r in rows:
         cells = []
         for p in peers:
@@ -66,8 +74,11 @@ def main():
                 cells.append("n/a" if not note else note[:20])
             else:
                 cells.append(f"{t:.0f} ({r['ratios'][p]:.2f})")
+        mp = r.get("measured_plan")
+        measured_cell = "n/a" if not mp else (
+            f"{mp['tflops']:.0f} ({f(mp['ratios'].get('torch_grouped_mm'), 2)}, {f(mp['ratios'].get('dense_roof'), 2)})")
         lines.append(f"| {r['name']} | {r['skew']:.1f} | {r['M']} | {r['K']} | {r['N']} | {f(r['tflops']['ragdot'], 1)} | "
-                     f"{r['roof_tflops']:.0f} ({f(r['ratio_to_roof'], 2)}) | " + " | ".join(cells) +
+                     f"{r['roof_tflops']:.0f} ({f(r['ratio_to_roof'], 2)}) | {measured_cell} | " + " | ".join(cells) +
                      f" | {r['variant'].split(' grid')[0]} |")
     for c in failed:
         lines.append(f"| {c['name']} | {c['skew']:.1f} | FAILED: {c['error'][:120]} |")
