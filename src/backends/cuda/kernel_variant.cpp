@@ -82,11 +82,12 @@ int wgmma_stages(int bn, const DeviceTraits& d, std::int64_t staging_bytes = 0, 
   return deepest_ring(wgmma_stage_bytes(bn, bm), staging_bytes, d, groups);
 }
 std::int64_t staging_bytes_of(const KernelVariant& v) { return v.tma_store ? tma_store_staging_bytes(v.mode) : 0; }
-// The TMA-store epilogue's ring: the weight gradient's beside the largest scheduler table (3
-// stages of a 256-wide tile); the forward's beside the table of `groups` groups (its staging is
-// half as large: 4 stages for tables up to ~500 groups, 3 beside the largest).
-int tma_store_stages(const KernelVariant& v, const DeviceTraits& d, std::int64_t groups) {
-  return wgmma_stages(v.bn, d, staging_bytes_of(v), v.bm, v.mode == 1 ? groups : -1);
+// The ring of a wgmma variant with one tile per stage (not strips), beside its staging area and
+// the largest scheduler table; the forward's TMA-store epilogue beside the table of `groups`
+// groups instead (its staging is half as large: 4 stages of a 256-wide tile for tables up to
+// ~500 groups, 3 beside the largest; the weight gradient's takes 3 everywhere).
+int ring_stages(const KernelVariant& v, const DeviceTraits& d, std::int64_t groups) {
+  return wgmma_stages(v.bn, d, staging_bytes_of(v), v.bm, v.tma_store && v.mode == 1 ? groups : -1);
 }
 
 // Weight-gradient strips (kernels/ragdot/strips.h): a ring of A tiles (128 x 64) beside B's slots
@@ -478,7 +479,7 @@ Result<KernelVariant> override_variant(const KernelVariant& v, const VariantSpec
   if (spec.tma_store && out.family == KernelFamily::kWgmma && out.out != DType::kF32 &&
       (out.mode == 2 || (out.mode == 1 && !out.swiglu && !out.scatter_out && out.out == out.lhs))) {
     out.tma_store = *spec.tma_store;
-    out.stages = out.tma_store ? tma_store_stages(out, d, groups) : wgmma_stages(out.bn, d, 0, out.bm);
+    out.stages = ring_stages(out, d, groups);
   }
   if (spec.bn && out.family == KernelFamily::kWgmma) {
     if (out.swiglu && *spec.bn % 128 != 0)
@@ -486,7 +487,7 @@ Result<KernelVariant> override_variant(const KernelVariant& v, const VariantSpec
                               " with the SwiGLU epilogue, whose tile is half gate and half up boxes of 64 columns "
                               "(use 128 or 256)");
     out.bn = *spec.bn;
-    out.stages = out.tma_store ? tma_store_stages(out, d, groups) : wgmma_stages(out.bn, d);
+    out.stages = ring_stages(out, d, groups);
   }
   if (spec.stages && out.family != KernelFamily::kSimt) out.stages = *spec.stages;
   // gathered rows are cp.async loads, one CTA per tile: pairs do not apply there
@@ -523,7 +524,7 @@ Result<KernelVariant> override_variant(const KernelVariant& v, const VariantSpec
     } else if (!*spec.swap_ab && out.swap_ab) {
       out.swap_ab = false;
       out.bm = 128;
-      out.stages = spec.stages ? *spec.stages : wgmma_stages(out.bn, d);
+      out.stages = spec.stages ? *spec.stages : ring_stages(out, d, groups);
     }
   }
   // (a swapped variant given other keys: they must leave it a kernel that exists)
@@ -542,7 +543,7 @@ Result<KernelVariant> override_variant(const KernelVariant& v, const VariantSpec
       if (spec.stages) out.stages = *spec.stages;
     } else if (!*spec.strips && out.strips) {
       out.strips = false;
-      out.stages = spec.stages ? *spec.stages : wgmma_stages(out.bn, d);
+      out.stages = spec.stages ? *spec.stages : ring_stages(out, d, groups);
     }
   }
   if (out.strips && (out.cluster > 1 || out.tma_store))
@@ -604,13 +605,13 @@ std::vector<KernelVariant> all_variants(const DeviceTraits& d) {
             if (o != DType::kF32) {
               KernelVariant v = wgmma_variant(2, in, o, false, bn, d);
               v.tma_store = true;
-              v.stages = tma_store_stages(v, d, -1);
+              v.stages = ring_stages(v, d, -1);
               out.push_back(v);
               for (int form = 0; form < 3 && o == in; ++form)
                 for (std::int64_t groups : kCompiledTables) {
                   KernelVariant f = wgmma_variant(1, in, o, form == 1, bn, d, form == 2);
                   f.tma_store = true;
-                  f.stages = tma_store_stages(f, d, groups);
+                  f.stages = ring_stages(f, d, groups);
                   out.push_back(f);
                 }
             }
@@ -648,7 +649,7 @@ std::vector<KernelVariant> all_variants(const DeviceTraits& d) {
         for (int bn : {128, 256}) {
           KernelVariant v = wgmma_variant(2, DType::kBF16, DType::kBF16, false, bn, d);
           v.tma_store = true;
-          v.stages = tma_store_stages(v, d, -1);
+          v.stages = ring_stages(v, d, -1);
           v.cluster = kind == 2 ? 4 : 2;
           v.cluster_along_n = kind == 1;
           out.push_back(v);
