@@ -15,7 +15,15 @@
 // in steps of 16, A loaded in boxes of 32 rows): the rows multiplied, and the bytes the tiles load
 // from L2 against the plain tiles' (A's loaded rows plus B's columns, times k).
 //
-// A second table takes the weight-gradient cases (mode 2): the bytes the tiles move through L2
+// A second table puts the same cases' tiles in the plain order and in the mixed order
+// (RAGDOT_CUDA_VARIANT=order=mix, kernels/ragdot/tile_order.h: groups ranked by rows, tiles taken
+// from both ends of that list in turn) through a model of both the tensor cores and DRAM: the
+// tiles go out in waves of one per SM, and a wave lasts as long as its slowest tile (k steps at
+// `--tflops` shared by the SMs; half for 64 rows or fewer) or as long as DRAM takes to read its
+// bytes at `--dram-tbs` (a group's weight tile with its first m tile, its rows with its first n
+// tile, both once), whichever is longer.
+//
+// A third table takes the weight-gradient cases (mode 2): the bytes the tiles move through L2
 // (operands loaded plus outputs stored) with RAGDOT_CUDA_VARIANT=strips=on (kernels/ragdot/strips.h:
 // a strip's B loaded once while the group's k steps fit in B's slots) against the plain tiles,
 // and the strips' units and how evenly the in-order hand-out spreads them (a tile costs its k
@@ -24,6 +32,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <numeric>
 #include <queue>
 #include <string>
 #include <vector>
@@ -31,6 +40,7 @@
 #include "bench_cases.hpp"
 #include "ragdot/split.h"
 #include "ragdot/strips.h"
+#include "ragdot/tile_order.h"
 #include "ragdot/workloads.hpp"
 
 namespace {
@@ -47,6 +57,23 @@ double in_order_makespan(const std::vector<double>& costs, int sms) {
     end = std::max(end, t);
   }
   return end;
+}
+
+// One tile in the wave model: its time on the tensor cores (s) and the DRAM bytes it brings in.
+struct WaveTile {
+  double seconds, bytes;
+};
+double wave_model_seconds(const std::vector<WaveTile>& tiles, int sms, double dram_bytes_per_s) {
+  double total = 0;
+  for (std::size_t i = 0; i < tiles.size(); i += std::size_t(sms)) {
+    double slowest = 0, bytes = 0;
+    for (std::size_t j = i; j < std::min(tiles.size(), i + std::size_t(sms)); ++j) {
+      slowest = std::max(slowest, tiles[j].seconds);
+      bytes += tiles[j].bytes;
+    }
+    total += std::max(slowest, bytes / dram_bytes_per_s);
+  }
+  return total;
 }
 
 // The case's GEMM and its router's group sizes, as gpu_bench makes them; false (said on stderr)
@@ -67,19 +94,22 @@ bool case_gemm(const ragdot::bench::BenchCase& c, ragdot::workloads::LayerGemm* 
 
 int main(int argc, char** argv) {
   int sms = 132;
-  double piece_overhead = 2.0, epilogue_steps = 2.0;
+  double piece_overhead = 2.0, epilogue_steps = 2.0, tflops = 800.0, dram_tbs = 4.0;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--sms" && i + 1 < argc) sms = std::atoi(argv[++i]);
     else if (a == "--piece-overhead" && i + 1 < argc) piece_overhead = std::atof(argv[++i]);
     else if (a == "--epilogue-steps" && i + 1 < argc) epilogue_steps = std::atof(argv[++i]);
+    else if (a == "--tflops" && i + 1 < argc) tflops = std::atof(argv[++i]);
+    else if (a == "--dram-tbs" && i + 1 < argc) dram_tbs = std::atof(argv[++i]);
     else {
-      std::fprintf(stderr, "usage: tile_model [--sms N] [--piece-overhead STEPS] [--epilogue-steps STEPS]\n");
+      std::fprintf(stderr, "usage: tile_model [--sms N] [--piece-overhead STEPS] [--epilogue-steps STEPS] [--tflops T] "
+                           "[--dram-tbs B]\n");
       return 2;
     }
   }
-  if (sms < 1) {
-    std::fprintf(stderr, "tile_model: --sms must be 1 or more\n");
+  if (sms < 1 || tflops <= 0 || dram_tbs <= 0) {
+    std::fprintf(stderr, "tile_model: --sms, --tflops and --dram-tbs must be positive\n");
     return 2;
   }
   std::printf("| case | skew | tiles | waves on %d SMs | rows useful / multiplied | in-order hand-out efficiency | "
@@ -130,6 +160,50 @@ int main(int argc, char** argv) {
     std::printf("| %s | %.1f | %zu | %.2f | %.3f | %.3f | %d | %.3f | %.3f | %.3f |\n", c.name.c_str(), c.skew, costs.size(),
                 double(costs.size()) / sms, useful / multiplied, multiplied / sms / whole, split.pieces,
                 whole / with_split, row_total * double(swap_n_tiles) / swap_multiplied, swap_loads / plain_loads);
+  }
+  // the tile order: plain (group index) and mixed (tile_order.h), in the wave model
+  std::printf("\n| case | skew | wave model, plain order (ms) | wave model, mixed order (ms) | plain / mixed | bound: "
+              "tensor cores (ms) | bound: DRAM (ms) |\n|---|---|---|---|---|---|---|\n");
+  for (const ragdot::bench::BenchCase& c : ragdot::bench::bench_cases()) {
+    if (c.mode != 1 || c.name.find("decode") != std::string::npos) continue;
+    ragdot::workloads::LayerGemm g;
+    std::vector<std::int64_t> sizes;
+    if (!case_gemm(c, &g, &sizes)) return 1;
+    const std::int64_t bn = g.n >= 256 ? 256 : 128, n_tiles = (g.n + bn - 1) / bn;
+    const double full = 2.0 * 128 * double(bn) * double(g.k) / (tflops * 1e12 / sms);
+    std::vector<std::vector<WaveTile>> groups;
+    double compute = 0, bytes = 0;
+    for (std::int64_t rows : sizes) {
+      std::vector<WaveTile> tiles;
+      const std::int64_t m_tiles = (rows + 127) / 128;
+      for (std::int64_t n = 0; n < n_tiles; ++n) {
+        for (std::int64_t m = 0; m < m_tiles; ++m) {
+          const std::int64_t here = std::min<std::int64_t>(128, rows - m * 128);
+          const double b = (m == 0 ? double(bn) * double(g.k) * 2 : 0) + (n == 0 ? double(here) * double(g.k) * 2 : 0);
+          tiles.push_back({here > 64 ? full : full / 2, b});
+          compute += tiles.back().seconds / sms;
+          bytes += b;
+        }
+      }
+      groups.push_back(tiles);
+    }
+    std::vector<int> order(groups.size());
+    std::iota(order.begin(), order.end(), 0);
+    auto flatten = [&](const std::vector<int>& o) {
+      std::vector<WaveTile> flat;
+      for (int i : o) flat.insert(flat.end(), groups[std::size_t(i)].begin(), groups[std::size_t(i)].end());
+      return flat;
+    };
+    const std::vector<WaveTile> plain = flatten(order);
+    std::vector<int> ranked(order.size());
+    for (int i = 0; i < int(order.size()); ++i)
+      ranked[std::size_t(ragdot_size_rank(i, int(order.size()), [&](int j) { return sizes[std::size_t(j)]; }))] = i;
+    const std::vector<WaveTile> sorted = flatten(ranked);
+    std::vector<WaveTile> mixed;
+    for (unsigned u = 0; u < sorted.size(); ++u) mixed.push_back(sorted[ragdot_mixed_position(u, unsigned(sorted.size()))]);
+    const double bw = dram_tbs * 1e12, t_plain = wave_model_seconds(plain, sms, bw), t_mixed = wave_model_seconds(mixed, sms, bw);
+    std::printf("| %s | %.1f | %.3f | %.3f | %.3f | %.3f | %.3f |\n", c.name.c_str(), c.skew, t_plain * 1e3, t_mixed * 1e3,
+                t_plain / t_mixed, compute * 1e3, bytes / bw * 1e3);
   }
   // the weight gradient: lhs [rows, K], rhs [rows, N], out [E, K, N] (bf16), tiles 128 x 256
   std::printf("\n| weight-gradient case | skew | groups resident in strips | L2 bytes, plain (GB) | L2 bytes, strips "

@@ -5,18 +5,23 @@
 #
 #   OUT=/some/dir scripts/gpu_check.sh [--no-tests] [--no-sanitizer] [--no-bench] [--quick] [--python]
 #                                      [--skip REGEX] [--only REGEX] [--sweep SPECS] [--no-peers]
+#                                      [--torch-peers] [--bench-limit SECONDS]
 #
 # --skip leaves out the GPU tests whose Suite.Name matches REGEX (e.g. a slow one already run);
 # --only runs only those that match. --no-peers benchmarks ragdot's cuda backend and the dense
 # roof alone (no cuBLAS, PyTorch or JAX peers): with --only it measures kernel variants in one
 # short call, e.g. --only 'ClusterPairs|TmaStore|TileBlocks|Swiglu|ScatterAdd|EmptyDimensions' --no-sanitizer
-# --no-peers.
+# --no-peers. --torch-peers: of the peers only torch._grouped_mm and its padded baseline (gpu_bench
+# then times ragdot and the dense roof alone, and no JAX): the ratios the targets name, in less
+# device time. --bench-limit: gpu_bench's time limit (default 400 s; its JSON keeps the cases it
+# finished).
 # --sweep times the cuda backend again under each RAGDOT_CUDA_VARIANT override in SPECS
 # (';'-separated) beside the planner's choice, on every benchmark case where it changes the kernel
-# (default "split=tail;swap=ab;strips=on;measure": the Hopper family's last wave split along k,
-# swapped operands, token rows as wgmma's N, the weight gradient in strips that keep B in shared
-# memory; "measure": a measured plan, PlanningEffort::kMeasure, with the case's group sizes; ""
-# for none). The variants timed on 2026-12-05 and -06 (bench/RESULTS.md), slower than the
+# (default "order=plain;swap=ab;swap=ab,order=plain;split=tail;strips=on;measure": mode 1's groups
+# in index order rather than the mixed order of skewed launches, swapped operands (token rows as
+# wgmma's N) in either order, the Hopper family's last wave split along k, the weight gradient in
+# strips that keep B in shared memory; "measure": a measured plan, PlanningEffort::kMeasure, with
+# the case's group sizes; "" for none). The variants timed on 2026-12-05 and -06 (bench/RESULTS.md), slower than the
 # planner's choice everywhere, stay out of the default to save device time: "cluster=2;cluster=2n;
 # cluster=4;raster=25600;epilogue=tma;epilogue=tma,bn=192;bn=128" (CTA pairs along m and along n,
 # 2 x 2 clusters, a large group's tiles in blocks whose rows fit in 25 MiB of L2, the TMA-store
@@ -26,7 +31,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . scripts/gpu_log.sh log.txt
-run_tests=1 run_bench=1 run_sanitizer=1 run_python=0 quick="" skip='^$' only='.*' peers=1 sweep='split=tail;swap=ab;strips=on;measure'
+bench_limit=400 run_tests=1 run_bench=1 run_sanitizer=1 run_python=0 quick="" skip='^$' only='.*' peers=1 sweep='order=plain;swap=ab;swap=ab,order=plain;split=tail;strips=on;measure'
 while [ $# -gt 0 ]; do
   a=$1
   shift
@@ -34,6 +39,8 @@ while [ $# -gt 0 ]; do
     --skip) skip=$1; shift ;;
     --only) only=$1; shift ;;
     --no-peers) peers=0 ;;
+    --torch-peers) peers=torch ;;
+    --bench-limit) bench_limit=$1; shift ;;
     --sweep) sweep=$1; shift ;;
     --no-tests) run_tests=0 ;;
     --no-bench) run_bench=0 ;;
@@ -77,10 +84,10 @@ if [ $run_tests = 1 ]; then
       limit=150
       small=""
       case $t in
-        *ClusterPairsSmall* | *SplitTailSmall | *SwappedOperandsSmall | *WeightGradientStripsSmall) limit=60 ;;
+        *ClusterPairsSmall* | *SplitTailSmall | *SwappedOperandsSmall | *WeightGradientStripsSmall | *MixedOrderSmall) limit=60 ;;
         *ClusterPairsAlong*) small=${t/ClusterPairs/ClusterPairsSmall} ;;
         *HopperSplitTail*) small=CudaBackend.HopperSplitTailSmall ;;
-        *HopperSwappedOperands | *HopperWeightGradientStrips | *HopperForwardTmaStore) small=${t}Small ;;
+        *HopperSwappedOperands | *HopperWeightGradientStrips | *HopperForwardTmaStore | *HopperMixedOrder) small=${t}Small ;;
       esac
       [[ $t == *HopperSplitTail || $t == *HopperWeightGradientStrips ]] && limit=300
       # measured plans time every kind of candidate: only once each kind's small cases passed
@@ -107,13 +114,14 @@ if [ $run_tests = 1 ]; then
 fi
 if [ $run_bench = 1 ]; then
   say "benchmark: ragdot$([ $peers = 1 ] && echo ' + cuBLAS peers' || echo ' and the dense roof')"
+  rm -f /tmp/peers_torch.json /tmp/peers_jax.json
   # variants whose tests did not pass (or did not run) stay out of the sweep: a hang there would
   # cost the whole benchmark. A kind's small test passing is enough when its matrix did not run
   # (--only 'Small'), so that one call can test the new kinds and time them.
   if [ $run_tests = 1 ]; then
     for axis in ClusterPairsAlongM:cluster=2 ClusterPairsAlongN:cluster=2n ClusterPairsAlongMN:cluster=4 \
                 WeightGradientTmaStore:epilogue=tma ForwardTmaStore:epilogue=tma SplitTail:split=tail SwappedOperands:swap=ab \
-                WeightGradientStrips:strips=on; do
+                WeightGradientStrips:strips=on MixedOrder:order=[a-z]+; do
       name=Hopper${axis%%:*}
       small_name=${name/ClusterPairs/ClusterPairsSmall}
       [ "$small_name" = "$name" ] && small_name=${name}Small
@@ -131,15 +139,21 @@ if [ $run_bench = 1 ]; then
   sweep_args=()
   [ -n "$sweep" ] && sweep_args=(--sweep "$sweep")
   peer_args=""
-  if [ $peers = 1 ]; then
-    timeout 400 "$BIN/gpu_bench" --json "$OUT/bench_ragdot.json" $quick "${sweep_args[@]}" 2>&1 | tee -a "$LOG" >&2
+  if [ $peers = torch ]; then
+    timeout "$bench_limit" "$BIN/gpu_bench" --json "$OUT/bench_ragdot.json" $quick --no-peers "${sweep_args[@]}" 2>&1 |
+      tee -a "$LOG" >&2
+    say "benchmark: torch peers"
+    timeout 200 python3 bench/gpu_peers.py --cases "$OUT/bench_ragdot.json" --out /tmp/peers_torch.json 2>>"$LOG"
+    [ -s /tmp/peers_torch.json ] && peer_args="--peers /tmp/peers_torch.json"
+  elif [ $peers = 1 ]; then
+    timeout "$bench_limit" "$BIN/gpu_bench" --json "$OUT/bench_ragdot.json" $quick "${sweep_args[@]}" 2>&1 | tee -a "$LOG" >&2
     say "benchmark: torch peers"
     timeout 200 python3 bench/gpu_peers.py --cases "$OUT/bench_ragdot.json" --out /tmp/peers_torch.json 2>>"$LOG"
     say "benchmark: jax peers"
     timeout 200 python3 bench/gpu_peers.py --cases "$OUT/bench_ragdot.json" --out /tmp/peers_jax.json --jax 2>>"$LOG"
     for p in /tmp/peers_torch.json /tmp/peers_jax.json; do [ -s $p ] && peer_args="$peer_args --peers $p"; done
   else
-    timeout 400 "$BIN/gpu_bench" --json "$OUT/bench_ragdot.json" $quick --no-peers "${sweep_args[@]}" 2>&1 |
+    timeout "$bench_limit" "$BIN/gpu_bench" --json "$OUT/bench_ragdot.json" $quick --no-peers "${sweep_args[@]}" 2>&1 |
       tee -a "$LOG" >&2
   fi
   python3 bench/gpu_report.py --bench "$OUT/bench_ragdot.json" $peer_args --json "$OUT/gpu_results.json" \
@@ -159,7 +173,7 @@ if [ $run_tests = 1 ] && [ $run_sanitizer = 1 ]; then
   done
   # the TMA-store, SwiGLU and scatter epilogues and split tiles, likewise once their matrices passed
   for small in HopperWeightGradientTmaStore HopperForwardTmaStore HopperSwigluEpilogue HopperScatterAddRows \
-               HopperSplitTail HopperSwappedOperands HopperWeightGradientStrips; do
+               HopperSplitTail HopperSwappedOperands HopperWeightGradientStrips HopperMixedOrder; do
     if [ -z "${RAGDOT_SANITIZE_FILTER:-}" ] && grep -q "$small exit 0" "$OUT/gpu_tests.txt"; then
       filter="$filter:CudaBackend.${small}Small"
     fi

@@ -27,6 +27,7 @@ struct RagdotKernelParams {
   long long m, n, k;
 
   long long raster_lhs_elems;  // modes 1, 2: a group's m tiles go in blocks of this many lhs elements (raster.h)
+  int tile_order;              // mode 1: RAGDOT_ORDER_PLAIN, _AUTO or _MIX (tile_order.h)
   long long ragged_extent;  // size of the ragged dim in group-size units
   long long ragged_unit;    // elements of m (mode 1) or k (mode 2) per group-size unit
   int num_groups;           // entries per group_sizes row

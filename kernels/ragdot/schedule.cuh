@@ -4,11 +4,13 @@
 // needed. Tiles are linearized over (segment, n-tile, m-tile), m-tiles of one weight tile
 // adjacent so that neighbouring CTAs share it in L2, in blocks of m-tiles whose rows fit in L2
 // (raster.h). Mode 1 adds two zero segments (rows before the first computed group and past the
-// last), which write zeros instead of computing.
+// last), which write zeros instead of computing. With the mixed order (tile_order.h) mode 1's
+// groups are ranked by size and their tiles handed out from both ends of that list in turn.
 #pragma once
 
 #include "ragdot/common.cuh"
 #include "ragdot/raster.h"
+#include "ragdot/tile_order.h"
 
 namespace ragdot {
 
@@ -41,15 +43,22 @@ struct Tile {
   bool zero;        // write zeros, read nothing
 };
 
-template <int kMode, int kBM, int kBN, int kThreads>
+// kMixable: the kernel has the mixed order's code (tile_order.h), taken where the launch asks for
+// it; without, RagdotKernelParams::tile_order is ignored. The wgmma family has it; the other
+// families hand out tiles round-robin, where the order matters less.
+template <int kMode, int kBM, int kBN, int kThreads, bool kMixable = false>
 struct Scheduler {
-  // Shared memory this scheduler needs, in bytes (group starts + tile prefix), for G groups.
+  // Shared memory this scheduler needs, in bytes (group starts + tile prefix + the launch's order),
+  // for G groups.
   __host__ __device__ static constexpr i64 smem_bytes(i64 groups, i64 local_groups) {
-    return ((groups + 1) + (local_groups + 3)) * 4;
+    return ((groups + 1) + (local_groups + 4)) * 4;
   }
 
   int* starts;       // [G + 1], clamped group starts in group-size units
-  int* tile_prefix;  // [S + 1], mode 1 only
+  // [S + 1], mode 1 only; in the mixed order, in size order, each packed with its segment. Then
+  // one int: 1 when this launch takes the mixed order (tile_order.h). The flag stays in shared
+  // memory, read by each tile(), rather than in a register: the producer runs on 56.
+  int* tile_prefix;
   int segments;
   int offset;        // first computed group
   i64 n_tiles, total_tiles;
@@ -92,23 +101,48 @@ struct Scheduler {
     }
     // 2. mode 1: tiles per segment (L groups, then the head and tail zero segments), prefix-summed
     segments = L + 2;
+    bool mixed = kMixable && p.tile_order != RAGDOT_ORDER_PLAIN && L > 0 &&
+            ragdot_mixed_order_fits(segments, (ceil_div(p.m, kBM) + segments) * n_tiles);
+    if (mixed) {
+      // the sorted list's place r holds segment s (for now, unpacked); the zero segments stay last
+      const int* st = starts + offset;
+      for (int i = threadIdx.x; i < L; i += kThreads)
+        tile_prefix[ragdot_size_rank(i, L, [st](int j) { return st[j + 1] - st[j]; })] = i;
+      if (threadIdx.x == 0) tile_prefix[L] = L, tile_prefix[L + 1] = L + 1;
+      __syncthreads();
+      if (p.tile_order == RAGDOT_ORDER_AUTO) {
+        // a balanced launch keeps the plain order (place 0 holds the largest group)
+        const int largest = tile_prefix[0];
+        mixed = ragdot_mixed_order_pays(st[largest + 1] - st[largest], st[L] - st[0], L);
+        __syncthreads();  // every thread has read place 0 before the places are overwritten
+      }
+    }
+    // each thread reads and then overwrites only its own places [sfirst, slast)
     const int spt = (segments + kThreads - 1) / kThreads;
     const int sfirst = threadIdx.x * spt, slast = imin(sfirst + spt, segments);
     i64 tiles = 0;
-    for (int s = sfirst; s < slast; ++s) tiles += segment_tiles(s, L);
+    for (int s = sfirst; s < slast; ++s) tiles += segment_tiles(mixed ? tile_prefix[s] : s, L);
     i64 run = block_exclusive_scan<kThreads>(tiles, scan_scratch, total);
     for (int s = sfirst; s < slast; ++s) {
-      tile_prefix[s] = (int)run;
-      run += segment_tiles(s, L);
+      const int segment = mixed ? tile_prefix[s] : s;
+      tile_prefix[s] = mixed ? ragdot_order_pack((int)run, segment) : (int)run;
+      run += segment_tiles(segment, L);
     }
-    if (threadIdx.x == 0) tile_prefix[segments] = (int)total;
+    if (threadIdx.x == 0) {
+      tile_prefix[segments] = mixed ? ragdot_order_pack((int)total, 0) : (int)total;
+      if (kMixable) tile_prefix[segments + 1] = mixed ? 1 : 0;
+    }
     total_tiles = total;
     __syncthreads();
   }
 
+  // Mode 1: whether this launch takes the mixed order.
+  __device__ __forceinline__ bool mixed_order() const { return kMixable && tile_prefix[segments + 1] != 0; }
+
   // Tiles that multiply (mode 1: those of the computed groups, before the two zero segments).
   __device__ __forceinline__ int compute_tiles() const {
-    return kMode == 1 ? tile_prefix[segments - 2] : (int)total_tiles;
+    if (kMode != 1) return (int)total_tiles;
+    return mixed_order() ? ragdot_order_prefix(tile_prefix[segments - 2]) : tile_prefix[segments - 2];
   }
 
   __device__ __forceinline__ static i64 read_size(const RagdotKernelParams& p, i64 row, int i) {
@@ -164,22 +198,38 @@ struct Scheduler {
       r.n0 = (i64)nt * kBN;
       return r;
     }
-    // mode 1: the segment whose tile range holds t (binary search over the prefix)
-    int lo = 0, hi = segments;  // tile_prefix[lo] <= t < tile_prefix[hi]
+    if constexpr (kMixable) {
+      if (mixed_order()) return mode1_tile<true>(p, t);
+    }
+    return mode1_tile<false>(p, t);
+  }
+
+  // Mode 1's tile t: the place in the table whose tile range holds t (binary search over the
+  // prefix), then the tile there. In the mixed order t is first mapped to its place in the ranked
+  // list and the table's entries are packed. (Two instantiations rather than a flag tested in the
+  // search: kernels without the mixed order keep exactly the code they had, which ptxas fits in
+  // their registers with none to spare.)
+  template <bool kMixed>
+  __device__ __forceinline__ Tile mode1_tile(const RagdotKernelParams& p, i64 t) const {
+    if (kMixed) t = (i64)ragdot_mixed_position((unsigned)t, (unsigned)ragdot_order_prefix(tile_prefix[segments - 2]));
+    auto prefix = [this](int q) { return kMixed ? ragdot_order_prefix(tile_prefix[q]) : tile_prefix[q]; };
+    int lo = 0, hi = segments;  // prefix(lo) <= t < prefix(hi)
     while (hi - lo > 1) {
       const int mid = (lo + hi) >> 1;
-      if ((i64)tile_prefix[mid] <= t) lo = mid; else hi = mid;
+      if ((i64)prefix(mid) <= t) lo = mid; else hi = mid;
     }
     const int L = p.computed_groups;
+    const int segment = kMixed ? ragdot_order_segment(tile_prefix[lo]) : lo;
     i64 begin, end;
-    segment_rows(lo, L, begin, end);
+    segment_rows(segment, L, begin, end);
     const i64 m_tiles = ceil_div(end - begin, kBM);
-    const i64 local = t - tile_prefix[lo];
+    const i64 local = t - prefix(lo);
     u32 mt, nt;
     ragdot_raster_tile((u32)local, (u32)m_tiles, (u32)n_tiles,
                        ragdot_raster_block(p.raster_lhs_elems, kBM, p.k, (u32)m_tiles), &mt, &nt);
-    r.group = lo;
-    r.zero = lo >= L;
+    Tile r;
+    r.group = segment;
+    r.zero = segment >= L;
     r.m0 = begin + (i64)mt * kBM;
     r.n0 = (i64)nt * kBN;
     r.row_end = end;

@@ -337,7 +337,7 @@ struct Kernel {
   static constexpr int kStagingBytes = V::kTmaStore ? 2 * 2 * 64 * kStoreBoxCols * 2 : 0;
   // A cluster's tiles are 256 x kBN (pairs along m), 128 x 2 kBN (along n) or 256 x 2 kBN (2 x 2):
   // the scheduler hands out those.
-  typedef Scheduler<V::kMode, kBM * (kPairM ? 2 : 1), kBN * (kPairN ? 2 : 1), kThreads> Sched;
+  typedef Scheduler<V::kMode, kBM * (kPairM ? 2 : 1), kBN * (kPairN ? 2 : 1), kThreads, /*kMixable=*/true> Sched;
   typedef typename Storage<typename V::Out>::type O;
 
   // Gathered A: the producer warpgroup's 128 threads each take every tile from the ring too.

@@ -4,6 +4,7 @@
 // Label "gpu": skipped (not failed) where there is no GPU.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -764,6 +765,132 @@ TEST(CudaBackend, HopperSwappedOperands) {
   REQUIRE_GPU();
   if (!device_is_hopper()) GTEST_SKIP() << "swapped operands are the Hopper family's";
   check_swapped_operands(false);
+}
+
+// Group sizes like a skewed router's (kernels/ragdot/tile_order.h): a few groups of many rows and
+// many of a few, the busy ones first (`hot_first`) or last, some empty in between, summing to
+// about 90% of m (a tail no group covers).
+std::vector<std::int64_t> skewed_sizes(std::int64_t groups, std::int64_t m, bool hot_first,
+                                       workloads::SplitMix64& rng) {
+  std::vector<double> weight(std::size_t(groups), 0.0);
+  double total = 0;
+  for (std::int64_t g = 0; g < groups; ++g) {
+    if (g % 7 == 3) continue;  // empty
+    weight[std::size_t(g)] = std::pow(double(g + 1), -1.2) * (0.75 + 0.5 * rng.uniform());
+    total += weight[std::size_t(g)];
+  }
+  std::vector<std::int64_t> sizes;
+  for (double w : weight) sizes.push_back(std::int64_t(0.9 * double(m) * w / total));
+  if (!hot_first) std::reverse(sizes.begin(), sizes.end());
+  return sizes;
+}
+
+// The mixed order (kernels/ragdot/tile_order.h; RAGDOT_CUDA_VARIANT=order=plain|auto|mix; auto, the
+// default for mode 1 on the Hopper family with 32 or more computed groups, takes it in launches
+// whose largest group has 4x the mean rows): groups ranked by size on the device, tiles handed out
+// from both ends of that list in turn. Against the oracle, three runs each bitwise the same:
+// skewed sizes with the busy groups first and last, and every group pattern (zeros, one group
+// with every row, a tail no group covers, equal sizes, odd sizes), 40 to 300 groups, n short of a
+// tile and past it; under order=mix both 16-bit types and weight layouts, then 128-wide tiles,
+// swapped operands, split tiles on few CTAs, CTA pairs along m and n, few CTAs, and a group
+// offset; and the default, whose plans say "order=auto". order=plain, f32 outputs (the order is
+// the family's, not the epilogue's) and 1100 groups (past what the packed table holds: the plain
+// order) too.
+// `small`: one shape, the skewed sizes, the plain tile and swapped operands (compute-sanitizer).
+void check_mixed_order(bool small) {
+  const std::vector<Shape> shapes = small ? std::vector<Shape>{{2000, 128, 264, 40}}
+                                          : std::vector<Shape>{{3000, 128, 264, 64}, {2500, 64, 136, 300},
+                                                               {4000, 192, 520, 40}};
+  const std::vector<const char*> specs =
+      small ? std::vector<const char*>{"order=mix", "order=mix,swap=ab"}
+            : std::vector<const char*>{"order=mix",           "",
+                                       "order=mix,bn=128",    "order=mix,swap=ab",
+                                       "order=mix,split=tail,ctas=6", "order=mix,cluster=2",
+                                       "order=mix,cluster=2n", "order=mix,ctas=5"};
+  workloads::SplitMix64 rng(97);
+  std::uint64_t seed = 23000;
+  int cases = 0, as_asked = 0;
+  auto check = [&](verify::Case c, const char* spec) {
+    c.description += std::string(" ") + spec;
+    ++cases;
+    const std::string says = *spec ? "order=mix" : "order=auto";
+    as_asked += expect_cuda_pass(c, seed++, false, /*repeats=*/3).find(says) != std::string::npos;
+  };
+  for (const char* spec : specs) {
+    ScopedVariant variant(spec);
+    const bool main = std::string(spec) == "order=mix" && !small;
+    const std::vector<GroupPattern> patterns =
+        small ? std::vector<GroupPattern>{}
+        : main ? std::vector<GroupPattern>(std::begin(kPatterns), std::end(kPatterns))
+               : std::vector<GroupPattern>{GroupPattern::kZeros, GroupPattern::kAllInOne, GroupPattern::kPartialSum,
+                                           GroupPattern::kUniform};
+    for (DType dt : main ? std::vector<DType>{DType::kBF16, DType::kF16} : std::vector<DType>{DType::kBF16}) {
+      for (bool nk : main ? std::vector<bool>{false, true} : std::vector<bool>{false}) {
+        for (const Shape& sh : shapes) {
+          for (bool hot_first : {true, false}) {
+            verify::Case c = mode1_case(sh, skewed_sizes(sh.g, sh.m, hot_first, rng), dt, dt, nk);
+            c.description += hot_first ? " busy groups first" : " busy groups last";
+            check(c, spec);
+          }
+          for (GroupPattern pat : patterns) {
+            verify::Case c = mode1_case(sh, verify::make_group_sizes(pat, sh.g, sh.m, rng), dt, dt, nk);
+            c.description += std::string(" ") + verify::group_pattern_name(pat);
+            check(c, spec);
+          }
+        }
+      }
+    }
+    if (small) continue;
+    // a group offset: groups [30, 78) of 100, rhs holding the 48
+    verify::Case off;
+    off.spec.lhs = {DType::kBF16, {3000, 128}};
+    off.spec.rhs = {DType::kBF16, {48, 128, 264}};
+    off.spec.group_sizes = {DType::kI32, {100}};
+    off.spec.dims = RaggedDotDimensionNumbers::ragged_dot();
+    off.spec.group_offset = GroupOffset{48};
+    off.group_sizes = skewed_sizes(100, 3000, false, rng);
+    off.group_offset = 30;
+    off.description = "mode1 group offset 30 of 100, 48 local, skewed";
+    check(off, spec);
+  }
+  EXPECT_EQ(as_asked, cases) << "a case was not planned in the order it asked for";
+
+  // the plain order: order=plain, and 1100 groups (past RAGDOT_ORDER_MAX_GROUPS)
+  auto expect_plain = [&](verify::Case c, const char* what) {
+    c.description += what;
+    const std::string plan = expect_cuda_pass(c, seed++, false, 3);
+    EXPECT_EQ(plan.find("order="), std::string::npos) << plan;
+  };
+  {
+    ScopedVariant variant("order=plain");
+    expect_plain(mode1_case(shapes[0], skewed_sizes(shapes[0].g, shapes[0].m, true, rng), DType::kBF16, DType::kBF16,
+                            false),
+                 " order=plain");
+  }
+  if (!small) {
+    ScopedVariant variant("order=mix");
+    const Shape many{3000, 64, 136, 1100};
+    expect_plain(mode1_case(many, verify::make_group_sizes(GroupPattern::kRandom, many.g, many.m, rng), DType::kBF16,
+                            DType::kBF16, false),
+                 " 1100 groups");
+    verify::Case f32 = mode1_case(shapes[0], skewed_sizes(shapes[0].g, shapes[0].m, true, rng), DType::kBF16,
+                                  DType::kF32, false);
+    f32.description += " f32 out";
+    EXPECT_NE(expect_cuda_pass(f32, seed++, false, 3).find("order=mix"), std::string::npos);
+  }
+  std::fprintf(stderr, "  %d cases in the order they asked for\n", as_asked);
+}
+
+TEST(CudaBackend, HopperMixedOrderSmall) {
+  REQUIRE_GPU();
+  if (!device_is_hopper()) GTEST_SKIP() << "the mixed order is the Hopper family's";
+  check_mixed_order(true);
+}
+
+TEST(CudaBackend, HopperMixedOrder) {
+  REQUIRE_GPU();
+  if (!device_is_hopper()) GTEST_SKIP() << "the mixed order is the Hopper family's";
+  check_mixed_order(false);
 }
 
 // The forward's TMA-store epilogue (RAGDOT_CUDA_VARIANT=epilogue=tma in mode 1): a consumer

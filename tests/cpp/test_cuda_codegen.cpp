@@ -20,6 +20,7 @@
 #include "backends/cuda/kernel_variant.hpp"
 #include "backends/cuda/nvrtc_compiler.hpp"
 #include "backends/cuda/embedded_kernels.hpp"
+#include "ragdot/tile_order.h"
 
 namespace ragdot::cuda {
 namespace {
@@ -541,6 +542,71 @@ TEST(CudaCodegen, VariantOverrideChangesTheTileOrSaysWhatIsWrong) {
   EXPECT_EQ(*override_variant(*wgmma, "ctas=8", hopper), *wgmma);
   expect_rejected(*wgmma, {"ctas=0", "ctas=-3", "ctas=", "ctas=many"}, "ctas");
   expect_rejected(*wgmma, {"split=2", "split=", "split=on", "split=tail,cluster=2", "cluster=2n,split=tail"}, "split");
+}
+
+// The mixed tile order (kernels/ragdot/tile_order.h): the wgmma family's mode 1 takes it by
+// default (AUTO: in launches whose groups are uneven) from kMixedOrderMinGroups computed groups up
+// to what its packed table holds; `order=plain|auto|mix` overrides that; other families and modes
+// never take it; the key parses.
+TEST(CudaCodegen, MixedOrderIsTheDefaultForManyGroups) {
+  const DeviceTraits hopper{9, 0, 227 * 1024};
+  auto problem = [](std::int64_t m, std::int64_t n, std::int64_t groups) {
+    core::GroupGemmProblem p;
+    p.mode = RaggedMode::kNonContracting;
+    p.lhs_dtype = p.rhs_dtype = p.out_dtype = DType::kBF16;
+    p.m = m, p.n = n, p.k = 7168;
+    p.num_groups = p.computed_groups = groups;
+    p.ragged_extent = m;
+    p.lhs_m = p.k, p.lhs_k = 1;
+    p.rhs_g = p.k * n, p.rhs_k = n, p.rhs_n = 1;  // [E, K, N]
+    p.out_m = n, p.out_n = 1;
+    return p;
+  };
+  const core::GroupGemmProblem deepseek = problem(32768, 4096, 256), mixtral = problem(16384, 28672, 8);
+  auto chosen = choose_variant(deepseek, hopper);
+  ASSERT_TRUE(chosen.ok()) << chosen.status().to_string();
+  ASSERT_EQ(chosen->family, KernelFamily::kWgmma);
+  EXPECT_EQ(tile_order(*chosen, deepseek, std::nullopt), RAGDOT_ORDER_AUTO);
+  EXPECT_EQ(tile_order(*chosen, deepseek, RAGDOT_ORDER_PLAIN), RAGDOT_ORDER_PLAIN);
+  EXPECT_EQ(tile_order(*chosen, deepseek, RAGDOT_ORDER_MIX), RAGDOT_ORDER_MIX);
+  EXPECT_EQ(tile_order(*chosen, mixtral, std::nullopt), RAGDOT_ORDER_PLAIN);  // 8 groups: all compute-bound
+  EXPECT_EQ(tile_order(*chosen, mixtral, RAGDOT_ORDER_MIX), RAGDOT_ORDER_MIX);
+  EXPECT_EQ(tile_order(*chosen, problem(32768, 4096, kMixedOrderMinGroups - 1), std::nullopt), RAGDOT_ORDER_PLAIN);
+  EXPECT_EQ(tile_order(*chosen, problem(32768, 4096, kMixedOrderMinGroups), std::nullopt), RAGDOT_ORDER_AUTO);
+  // past the packed table: the plain order, even when asked
+  EXPECT_EQ(tile_order(*chosen, problem(32768, 4096, RAGDOT_ORDER_MAX_GROUPS), RAGDOT_ORDER_MIX), RAGDOT_ORDER_MIX);
+  EXPECT_EQ(tile_order(*chosen, problem(32768, 4096, RAGDOT_ORDER_MAX_GROUPS + 1), RAGDOT_ORDER_MIX),
+            RAGDOT_ORDER_PLAIN);
+  EXPECT_EQ(tile_order(*chosen, problem(std::int64_t(1) << 26, 4096, 256), RAGDOT_ORDER_MIX),
+            RAGDOT_ORDER_PLAIN);  // too many tiles
+  // swapped operands count their 160-row tiles
+  auto swapped = override_variant(*chosen, "swap=ab", hopper, compiled_table_for(512));
+  ASSERT_TRUE(swapped.ok()) << swapped.status().to_string();
+  EXPECT_EQ(tile_order(*swapped, deepseek, std::nullopt), RAGDOT_ORDER_AUTO);
+  // CTA pairs hand out 256-row tiles, in the mixed order too
+  auto pairs = override_variant(*chosen, "cluster=2", hopper);
+  ASSERT_TRUE(pairs.ok()) << pairs.status().to_string();
+  EXPECT_EQ(tile_order(*pairs, deepseek, std::nullopt), RAGDOT_ORDER_AUTO);
+  // mode 2 and the mma.sync family hand out tiles in their own order
+  KernelVariant other = *chosen;
+  other.mode = 2;
+  EXPECT_EQ(tile_order(other, deepseek, RAGDOT_ORDER_MIX), RAGDOT_ORDER_PLAIN);
+  auto mma = choose_variant(deepseek, DeviceTraits{8, 0, 163 * 1024});
+  ASSERT_TRUE(mma.ok());
+  ASSERT_NE(mma->family, KernelFamily::kWgmma);
+  EXPECT_EQ(tile_order(*mma, deepseek, RAGDOT_ORDER_MIX), RAGDOT_ORDER_PLAIN);
+  // the key
+  EXPECT_EQ(parse_variant_spec("order=mix")->tile_order, std::optional<int>(RAGDOT_ORDER_MIX));
+  EXPECT_EQ(parse_variant_spec("order=auto")->tile_order, std::optional<int>(RAGDOT_ORDER_AUTO));
+  EXPECT_EQ(parse_variant_spec("order=plain")->tile_order, std::optional<int>(RAGDOT_ORDER_PLAIN));
+  EXPECT_FALSE(parse_variant_spec("")->tile_order.has_value());
+  for (const char* bad : {"order=", "order=sorted", "order=1"}) {
+    const auto r = parse_variant_spec(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.status().message().find("order"), std::string::npos) << r.status().message();
+  }
+  // a plan property, not a kernel's: the override leaves the variant as it is
+  EXPECT_EQ(*override_variant(*chosen, "order=plain", hopper), *chosen);
 }
 
 // The Hopper variants must really run on the wgmma tensor-core path (HGMMA in the machine code),

@@ -27,6 +27,7 @@ extern "C" {
 #include "ragdot/relayout_params.h"
 }
 #include "ragdot/split.h"
+#include "ragdot/tile_order.h"
 
 namespace ragdot::planner {
 
@@ -116,13 +117,14 @@ class CudaPlan final : public detail::BackendPlan {
  public:
   CudaPlan(const core::GroupGemmProblem& p, const Device& dev, const KernelVariant& v,
            std::shared_ptr<const LoadedKernel> k, bool checked, int grid_x, std::int64_t smem,
-           std::int64_t raster_bytes, std::optional<RelayoutCopy> lhs_copy, std::optional<RelayoutCopy> rhs_copy,
-           CUfunction relayout)
+           std::int64_t raster_bytes, int tile_order, std::optional<RelayoutCopy> lhs_copy,
+           std::optional<RelayoutCopy> rhs_copy, CUfunction relayout)
       : dev_(dev), kernel_(std::move(k)), problem_(p), variant_(v), params_(static_params(p)), checked_(checked),
         grid_x_(grid_x),
         grid_y_(int(p.outer_count())), threads_(v.threads()), smem_(smem), has_offset_(p.has_group_offset),
         lhs_copy_(lhs_copy), rhs_copy_(rhs_copy), relayout_(relayout) {
     params_.raster_lhs_elems = raster_bytes / std::int64_t(dtype_size(p.lhs_dtype));
+    params_.tile_order = tile_order;
     memory_space = MemorySpace::kDevice;
     graph_safe = !checked;
     needs_host_sync = checked;
@@ -151,7 +153,10 @@ class CudaPlan final : public detail::BackendPlan {
     char jit[96];
     std::snprintf(jit, sizeof jit, " jit=%s %.1fms", origin_name(c.origin),
                   c.origin == cuda::CompiledKernel::Origin::kCompiled ? c.compile_ms : c.load_ms);
-    variant = v.name() + " grid=" + std::to_string(grid_x_) + "x" + std::to_string(grid_y_) + jit;
+    const char* order = tile_order == RAGDOT_ORDER_MIX    ? " order=mix"
+                        : tile_order == RAGDOT_ORDER_AUTO ? " order=auto"
+                                                          : "";
+    variant = v.name() + order + " grid=" + std::to_string(grid_x_) + "x" + std::to_string(grid_y_) + jit;
     if (lhs_copy_) variant += " +lhs-copy";
     if (rhs_copy_) variant += " +rhs-copy";
   }
@@ -335,8 +340,8 @@ Result<std::unique_ptr<CudaPlan>> build_plan(const core::GroupGemmProblem& p, co
   if (lhs_copy || rhs_copy) {
     RAGDOT_ASSIGN_OR_RETURN(relayout, load_relayout_kernel(*dev));
   }
-  return std::make_unique<CudaPlan>(p, *dev, v, std::move(k), checked, grid_x, smem, spec.raster_bytes, lhs_copy,
-                                    rhs_copy, relayout);
+  return std::make_unique<CudaPlan>(p, *dev, v, std::move(k), checked, grid_x, smem, spec.raster_bytes,
+                                    cuda::tile_order(v, p, spec.tile_order), lhs_copy, rhs_copy, relayout);
 }
 
 class CudaBackend final : public Backend {

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "ragdot/strips.h"
+#include "ragdot/tile_order.h"
 
 namespace ragdot::cuda {
 
@@ -218,7 +219,7 @@ int KernelVariant::threads() const {
 }
 
 std::int64_t KernelVariant::dynamic_smem_bytes(std::int64_t groups, std::int64_t local_groups) const {
-  const std::int64_t sched = ((groups + 1) + (local_groups + 3)) * 4;
+  const std::int64_t sched = ((groups + 1) + (local_groups + 4)) * 4;  // Scheduler::smem_bytes
   const std::int64_t sched_aligned = (sched + 127) / 128 * 128;
   if (family == KernelFamily::kMmaSync) return sched_aligned + stages * mma_stage_bytes(bm, bn, bk);
   if (family == KernelFamily::kWgmma && strips)
@@ -434,6 +435,12 @@ Result<VariantSpec> parse_variant_spec(const std::string& spec) {
       else out.split_tail = yes;
       continue;
     }
+    if (key == "order") {
+      if (text != "plain" && text != "auto" && text != "mix")
+        return invalid_argument("RAGDOT_CUDA_VARIANT: order must be plain, auto or mix, got '" + text + "'");
+      out.tile_order = text == "plain" ? RAGDOT_ORDER_PLAIN : text == "auto" ? RAGDOT_ORDER_AUTO : RAGDOT_ORDER_MIX;
+      continue;
+    }
     if (key == "cluster") {
       if (text != "1" && text != "2" && text != "2n" && text != "4")
         return invalid_argument(
@@ -462,7 +469,7 @@ Result<VariantSpec> parse_variant_spec(const std::string& spec) {
       out.raster_bytes = std::int64_t(value) << 10;
     } else {
       return invalid_argument("RAGDOT_CUDA_VARIANT: unknown key '" + key +
-                              "' (known: bn, stages, cluster, epilogue, split, swap, strips, ctas, small_groups, raster)");
+                              "' (known: bn, stages, cluster, epilogue, split, swap, strips, order, ctas, small_groups, raster)");
     }
   }
   return out;
@@ -565,6 +572,19 @@ Result<KernelVariant> override_variant(const KernelVariant& v, const std::string
 bool small_groups_on_wgmma(const std::string& spec) {
   const auto parsed = parse_variant_spec(spec);
   return !parsed.ok() || parsed->small_groups_on_wgmma;
+}
+
+int tile_order(const KernelVariant& v, const core::GroupGemmProblem& p, std::optional<int> requested) {
+  // (the kernels that have it: kMixable in kernels/ragdot/schedule.cuh)
+  if (v.family != KernelFamily::kWgmma || v.mode != 1 || p.computed_groups < 1) return RAGDOT_ORDER_PLAIN;
+  const std::int64_t rows = std::int64_t(v.bm) * (v.pairs_along_m() ? 2 : 1);
+  const std::int64_t cols = std::int64_t(v.bn) * (v.pairs_along_n() ? 2 : 1);
+  const std::int64_t segments = p.computed_groups + 2;
+  // the kernel's own bound on its tiles (kernels/ragdot/schedule.cuh), which it checks again
+  if (!ragdot_mixed_order_fits(segments, ((p.m + rows - 1) / rows + segments) * ((p.n + cols - 1) / cols)))
+    return RAGDOT_ORDER_PLAIN;
+  if (requested) return *requested;
+  return p.computed_groups >= kMixedOrderMinGroups ? RAGDOT_ORDER_AUTO : RAGDOT_ORDER_PLAIN;
 }
 
 std::int64_t raster_bytes(const std::string& spec) {

@@ -85,7 +85,8 @@ Result<KernelVariant> choose_variant(const core::GroupGemmProblem& p, const Devi
 // mode 1 with 16-bit outputs only; off, the default), `strips` (on: the wgmma family's mode 2 runs
 // a group's tiles of one column tile in a row on one CTA, which loads the group's B once for them
 // where its k steps fit in shared memory, kernels/ragdot/strips.h; not with clusters or the
-// TMA-store epilogue; off, the default), `ctas` (the persistent families' grid at most that many CTAs, a
+// TMA-store epilogue; off, the default), `order` (plain, auto or mix: how the wgmma family's mode 1
+// hands out groups, tile_order below; for the plan's launch arguments), `ctas` (the persistent families' grid at most that many CTAs, a
 // multiple of the cluster size: for a GPU shared with other work, and for tests of how tiles
 // spread over few CTAs; for the plan's launch). An unknown key or a value out of range is an error that names it, so
 // a typo never silently measures the default.
@@ -96,6 +97,7 @@ struct VariantSpec {
   std::optional<bool> split_tail;
   std::optional<bool> swap_ab;
   std::optional<bool> strips;
+  std::optional<int> tile_order;  // RAGDOT_ORDER_PLAIN, _AUTO or _MIX (kernels/ragdot/tile_order.h)
   std::optional<int> ctas;  // the persistent grid's CTAs at most (for the plan's launch)
   bool small_groups_on_wgmma = true;
   std::int64_t raster_bytes = 0;
@@ -112,6 +114,17 @@ Result<KernelVariant> override_variant(const KernelVariant& v, const VariantSpec
                                        std::int64_t groups = -1);
 Result<KernelVariant> override_variant(const KernelVariant& v, const std::string& spec, const DeviceTraits& device,
                                        std::int64_t groups = -1);
+// How a plan of variant `v` hands out mode 1's tiles (kernels/ragdot/tile_order.h): RAGDOT_ORDER_MIX,
+// groups ranked by rows and the largest groups' tiles and the smallest groups' taken in turn, so
+// that compute-bound and memory-bound tiles run side by side however the busy experts are
+// numbered; RAGDOT_ORDER_AUTO, the mixed order for a launch whose largest group has at least
+// RAGDOT_ORDER_MIN_SKEW times the mean rows and the plain order for a balanced one; or
+// RAGDOT_ORDER_PLAIN, groups in index order. `requested`: the override's `order`, else the
+// default: AUTO for ops of kMixedOrderMinGroups computed groups or more (few groups of many rows
+// are all compute-bound), else PLAIN. Only the wgmma family's mode 1 has the mixed order, and only
+// where its packed table fits (up to RAGDOT_ORDER_MAX_GROUPS groups); elsewhere PLAIN.
+inline constexpr std::int64_t kMixedOrderMinGroups = 32;
+int tile_order(const KernelVariant& v, const core::GroupGemmProblem& p, std::optional<int> requested);
 // The spec's small_groups and raster settings (their defaults if it does not parse).
 bool small_groups_on_wgmma(const std::string& spec);
 std::int64_t raster_bytes(const std::string& spec);
