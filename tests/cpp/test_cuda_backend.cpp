@@ -785,6 +785,42 @@ std::vector<std::int64_t> skewed_sizes(std::int64_t groups, std::int64_t m, bool
   return sizes;
 }
 
+// The planner's own swapped operands (about one 160-row tile of rows per group, weights at least
+// 1024 wide: deepseek-v3's prefill, kernel_variant.cpp's swapped_operands_pay), on smaller k so
+// that the oracle keeps up: balanced and skewed groups (the latter in the mixed order), empty
+// groups, a tail no group covers, both weight layouts, both 16-bit types; each planned swapped,
+// three runs bitwise the same. Then the overrides that ask for the plain tile (swap=off, split
+// tiles, CTA pairs), planned unswapped and still right.
+TEST(CudaBackend, HopperSwappedByDefault) {
+  REQUIRE_GPU();
+  if (!device_is_hopper()) GTEST_SKIP() << "swapped operands are the Hopper family's";
+  workloads::SplitMix64 rng(101);
+  std::uint64_t seed = 25000;
+  const Shape sh{32 * 128, 512, 1032, 32};
+  std::vector<std::int64_t> balanced;
+  for (std::int64_t g = 0; g < sh.g; ++g) balanced.push_back(96 + std::int64_t(rng.next() % 64));  // 96..159
+  balanced[5] = 0;
+  int cases = 0, swapped = 0;
+  for (DType dt : {DType::kBF16, DType::kF16}) {
+    for (bool nk : {false, true}) {
+      for (bool skewed : {false, true}) {
+        verify::Case c = mode1_case(sh, skewed ? skewed_sizes(sh.g, sh.m, true, rng) : balanced, dt, dt, nk);
+        c.description += skewed ? " default, skewed" : " default, balanced";
+        ++cases;
+        swapped += expect_cuda_pass(c, seed++, false, /*repeats=*/3).find("swapAB") != std::string::npos;
+      }
+    }
+  }
+  EXPECT_EQ(swapped, cases) << "a case was not planned with swapped operands";
+  for (const char* spec : {"swap=off", "split=tail", "cluster=2"}) {
+    ScopedVariant variant(spec);
+    verify::Case c = mode1_case(sh, balanced, DType::kBF16, DType::kBF16, false);
+    c.description += std::string(" ") + spec;
+    const std::string plan = expect_cuda_pass(c, seed++, false, 3);
+    EXPECT_EQ(plan.find("swapAB"), std::string::npos) << plan;
+  }
+}
+
 // The mixed order (kernels/ragdot/tile_order.h; RAGDOT_CUDA_VARIANT=order=plain|auto|mix; auto, the
 // default for mode 1 on the Hopper family with 32 or more computed groups, takes it in launches
 // whose largest group has 4x the mean rows): groups ranked by size on the device, tiles handed out

@@ -544,6 +544,93 @@ TEST(CudaCodegen, VariantOverrideChangesTheTileOrSaysWhatIsWrong) {
   expect_rejected(*wgmma, {"split=2", "split=", "split=on", "split=tail,cluster=2", "cluster=2n,split=tail"}, "split");
 }
 
+// The planner swaps operands (out^T = W^T x^T, tiles of up to 160 token rows) for mode 1 ops of
+// about one such tile's rows per group with wide weights (deepseek-v3's prefill), and nowhere
+// else; an override that asks for what a swapped tile cannot take (split tiles, CTA pairs, the
+// TMA-store epilogue, another tile width) gets the plain tile instead, as does swap=off; swap=ab
+// with those keys is still an error. Every variant it picks is one CI compiles.
+TEST(CudaCodegen, PlannerSwapsOperandsForAboutOneTileOfRowsPerGroup) {
+  const DeviceTraits hopper{9, 0, 227 * 1024};
+  auto problem = [](std::int64_t m, std::int64_t k, std::int64_t n, std::int64_t groups, bool nk = false) {
+    core::GroupGemmProblem p;
+    p.mode = RaggedMode::kNonContracting;
+    p.lhs_dtype = p.rhs_dtype = p.out_dtype = DType::kBF16;
+    p.m = m, p.n = n, p.k = k;
+    p.num_groups = p.computed_groups = groups;
+    p.ragged_extent = m;
+    p.lhs_m = k, p.lhs_k = 1;
+    p.rhs_g = k * n;
+    if (nk) p.rhs_k = 1, p.rhs_n = k;  // [E, N, K]
+    else p.rhs_k = n, p.rhs_n = 1;     // [E, K, N]
+    p.out_m = n, p.out_n = 1;
+    return p;
+  };
+  const auto all = all_variants(hopper);
+  auto chosen = [&](const core::GroupGemmProblem& p) {
+    auto v = choose_variant(p, hopper);
+    EXPECT_TRUE(v.ok()) << v.status().to_string();
+    if (!v.ok()) return KernelVariant{};
+    EXPECT_NE(std::find(all.begin(), all.end(), *v), all.end()) << v->name() << " is not compiled in CI";
+    return *v;
+  };
+  // deepseek-v3 prefill at 4096 tokens: up, down, and the data gradient's [E, N, K] weights; f16
+  for (const auto& p : {problem(32768, 7168, 4096, 256), problem(32768, 2048, 7168, 256),
+                        problem(32768, 4096, 7168, 256, true), problem(256 * 96, 7168, 4096, 256),
+                        problem(256 * 160, 7168, 4096, 256)}) {
+    const KernelVariant v = chosen(p);
+    EXPECT_TRUE(v.swap_ab) << v.name() << " for " << p.to_string();
+    EXPECT_EQ(v.bm, 160);
+    EXPECT_EQ(v.stages, 4) << v.name();  // a table of 512 groups leaves room for four
+  }
+  {
+    auto f16 = problem(32768, 7168, 4096, 256);
+    f16.lhs_dtype = f16.rhs_dtype = f16.out_dtype = DType::kF16;
+    EXPECT_TRUE(chosen(f16).swap_ab);
+  }
+  // not: more rows per group (qwen3, mixtral, deepseek-v3 at 8192 tokens), decode, narrow or
+  // short weights, f32 outputs, gathered rows, the fused epilogues
+  for (const auto& p : {problem(65536, 2048, 1536, 128), problem(16384, 4096, 28672, 8), problem(65536, 7168, 4096, 256),
+                        problem(1024, 7168, 4096, 256), problem(256 * 95, 7168, 4096, 256),
+                        problem(256 * 161, 7168, 4096, 256), problem(32768, 7168, 512, 256),
+                        problem(32768, 256, 4096, 256)}) {
+    EXPECT_FALSE(chosen(p).swap_ab) << p.to_string();
+  }
+  auto deepseek = problem(32768, 7168, 4096, 256);
+  {
+    auto f32 = deepseek;
+    f32.out_dtype = DType::kF32;
+    EXPECT_FALSE(chosen(f32).swap_ab);
+    auto gathered = deepseek;
+    gathered.lhs_gather_rows = 4096;
+    EXPECT_FALSE(chosen(gathered).swap_ab);
+    auto swiglu = deepseek;
+    swiglu.swiglu_epilogue = true;
+    swiglu.out_m = 2048;
+    EXPECT_FALSE(chosen(swiglu).swap_ab);
+  }
+  // overrides of a swapped choice
+  const KernelVariant v = chosen(deepseek);
+  ASSERT_TRUE(v.swap_ab);
+  const std::int64_t table = compiled_table_for(512);
+  for (const char* spec : {"swap=off", "split=tail", "cluster=2", "cluster=2n", "epilogue=tma", "bn=128"}) {
+    const auto o = override_variant(v, spec, hopper, table);
+    ASSERT_TRUE(o.ok()) << spec << ": " << o.status().to_string();
+    EXPECT_FALSE(o->swap_ab) << spec;
+    EXPECT_EQ(o->bm, 128) << spec;
+    EXPECT_NE(std::find(all.begin(), all.end(), *o), all.end()) << spec << ": " << o->name() << " is not compiled in CI";
+  }
+  EXPECT_TRUE(override_variant(v, "split=tail", hopper, table)->split_tail);
+  EXPECT_EQ(override_variant(v, "cluster=2", hopper, table)->cluster, 2);
+  EXPECT_TRUE(override_variant(v, "epilogue=tma", hopper, table)->tma_store);
+  EXPECT_EQ(override_variant(v, "bn=128", hopper, table)->bn, 128);
+  EXPECT_EQ(*override_variant(v, "swap=ab", hopper, table), v);
+  EXPECT_EQ(*override_variant(v, "split=off,order=mix", hopper, table), v);
+  EXPECT_EQ(override_variant(v, "stages=3", hopper, table)->stages, 3);
+  EXPECT_TRUE(override_variant(v, "stages=3", hopper, table)->swap_ab);
+  for (const char* bad : {"swap=ab,split=tail", "swap=ab,cluster=2", "swap=ab,bn=128", "swap=ab,epilogue=tma"})
+    EXPECT_FALSE(override_variant(v, bad, hopper, table).ok()) << bad;
+}
+
 // The mixed tile order (kernels/ragdot/tile_order.h): the wgmma family's mode 1 takes it by
 // default (AUTO: in launches whose groups are uneven) from kMixedOrderMinGroups computed groups up
 // to what its packed table holds; `order=plain|auto|mix` overrides that; other families and modes
@@ -579,12 +666,14 @@ TEST(CudaCodegen, MixedOrderIsTheDefaultForManyGroups) {
             RAGDOT_ORDER_PLAIN);
   EXPECT_EQ(tile_order(*chosen, problem(std::int64_t(1) << 26, 4096, 256), RAGDOT_ORDER_MIX),
             RAGDOT_ORDER_PLAIN);  // too many tiles
-  // swapped operands count their 160-row tiles
-  auto swapped = override_variant(*chosen, "swap=ab", hopper, compiled_table_for(512));
-  ASSERT_TRUE(swapped.ok()) << swapped.status().to_string();
-  EXPECT_EQ(tile_order(*swapped, deepseek, std::nullopt), RAGDOT_ORDER_AUTO);
+  // (the planner swaps deepseek-v3's operands: tiles of 160 token rows) and the plain tile
+  const std::int64_t table = compiled_table_for(512);
+  EXPECT_TRUE(chosen->swap_ab);
+  auto plain = override_variant(*chosen, "swap=off", hopper, table);
+  ASSERT_TRUE(plain.ok()) << plain.status().to_string();
+  EXPECT_EQ(tile_order(*plain, deepseek, std::nullopt), RAGDOT_ORDER_AUTO);
   // CTA pairs hand out 256-row tiles, in the mixed order too
-  auto pairs = override_variant(*chosen, "cluster=2", hopper);
+  auto pairs = override_variant(*chosen, "cluster=2", hopper, table);
   ASSERT_TRUE(pairs.ok()) << pairs.status().to_string();
   EXPECT_EQ(tile_order(*pairs, deepseek, std::nullopt), RAGDOT_ORDER_AUTO);
   // mode 2 and the mma.sync family hand out tiles in their own order
@@ -606,7 +695,7 @@ TEST(CudaCodegen, MixedOrderIsTheDefaultForManyGroups) {
     EXPECT_NE(r.status().message().find("order"), std::string::npos) << r.status().message();
   }
   // a plan property, not a kernel's: the override leaves the variant as it is
-  EXPECT_EQ(*override_variant(*chosen, "order=plain", hopper), *chosen);
+  EXPECT_EQ(*override_variant(*chosen, "order=plain", hopper, table), *chosen);
 }
 
 // The Hopper variants must really run on the wgmma tensor-core path (HGMMA in the machine code),

@@ -89,11 +89,24 @@ TEST(MeasuredPlanning, CandidatesForTheMoeShapes) {
     EXPECT_FALSE(has_spec(cs, "swap=ab"));
     EXPECT_FALSE(has_spec(cs, "small_groups=mma"));
   }
-  // deepseek-v3's ~128 rows per expert and qwen3's ~256: swapped operands too
-  for (const auto& p : {problem(1, 32768, 7168, 4096, 256), problem(1, 32768, 2048, 1536, 128)}) {
+  // qwen3's ~256 rows per expert: swapped operands too
+  {
+    const auto p = problem(1, 32768, 2048, 1536, 128);
     const auto cs = candidate_variants(p, kHopper, *choose_variant(p, kHopper));
     expect_well_formed(p, kHopper, cs);
     EXPECT_TRUE(has_spec(cs, "swap=ab")) << p.to_string();
+  }
+  // deepseek-v3's ~128 rows per expert, which the planner swaps itself: the plain tile is the
+  // alternative, and the split tail on it
+  for (const auto& p : {problem(1, 32768, 7168, 4096, 256), problem(1, 32768, 2048, 7168, 256)}) {
+    const auto chosen = choose_variant(p, kHopper);
+    ASSERT_TRUE(chosen.ok());
+    EXPECT_TRUE(chosen->swap_ab) << chosen->name();
+    const auto cs = candidate_variants(p, kHopper, *chosen);
+    expect_well_formed(p, kHopper, cs);
+    EXPECT_FALSE(has_spec(cs, "swap=ab")) << p.to_string();
+    EXPECT_TRUE(has_spec(cs, "swap=off")) << p.to_string();
+    EXPECT_TRUE(has_spec(cs, "split=tail")) << p.to_string();
   }
   // decode (4 rows per expert): swapped operands and the mma.sync family's 64-row tile
   {

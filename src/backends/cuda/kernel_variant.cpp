@@ -114,6 +114,14 @@ KernelVariant swapped(KernelVariant v, const DeviceTraits& d, std::int64_t group
   v.stages = wgmma_stages(v.bn, d, 0, v.bm, groups);
   return v;
 }
+// The plain tile of a swapped-operand variant (the override's swap=off, or keys a swapped tile
+// cannot take), its stages refitted.
+KernelVariant unswapped(KernelVariant v, const DeviceTraits& d, std::int64_t groups) {
+  v.swap_ab = false;
+  v.bm = 128;
+  v.stages = ring_stages(v, d, groups);
+  return v;
+}
 
 // Mode 1: A K-major (token rows), B either layout. Mode 2: both MN-major (token rows are k).
 KernelVariant wgmma_variant(int mode, DType in, DType out, bool b_k, int bn, const DeviceTraits& d,
@@ -210,6 +218,21 @@ KernelVariant simt_variant(int mode, DType lhs, DType rhs, DType out) {
 
 bool is_16bit_float(DType t) { return t == DType::kBF16 || t == DType::kF16; }
 bool is_float(DType t) { return t == DType::kBF16 || t == DType::kF16 || t == DType::kF32; }
+
+// Whether the planner swaps operands for a mode 1 op (plain epilogue, outputs of the input type):
+// about one swapped tile's rows per group (deepseek-v3's prefill, ~128 +- 20 rows in each of 256
+// experts) and wide enough weights for the tile's 256 columns. There the swapped tile reads each
+// group's weights once instead of once per 128-row tile, and multiplies at most 15 rows for
+// nothing instead of up to 63: on an H200, deepseek-v3's up projection 4.33-4.54 ms against 5.00,
+// its down projection 2.30 against 2.58 (bench/RESULTS.md, 2026-12-06). Fewer rows per group are
+// decode, bound by the weights' bytes either way; more fill plain tiles well (qwen3's 512 rows per
+// group: swapped tiles lost 1-9%).
+bool swapped_operands_pay(const core::GroupGemmProblem& p) {
+  const std::int64_t rows = p.m / std::max<std::int64_t>(p.computed_groups, 1);
+  return rows >= 96 && rows <= kSwapRows && p.n >= 1024 && p.k >= 512 && p.out_dtype == p.lhs_dtype &&
+         is_16bit_float(p.out_dtype) && !p.swiglu_epilogue && !p.out_scatter_rows;
+}
+
 
 }  // namespace
 
@@ -390,6 +413,8 @@ Result<KernelVariant> choose_variant(const core::GroupGemmProblem& p, const Devi
   }
   if (mma && (wgmma_mode1 || mode == 2) && is_hopper(d) && p.is_single_batch()) {
     KernelVariant v = wgmma_variant(mode, p.lhs_dtype, p.out_dtype, b_k, p.n >= 256 ? 256 : 128, d, gather);
+    if (v.stages >= 2 && mode == 1 && !gather && swapped_operands_pay(p))
+      return swapped(v, d, compiled_table_for(p.num_groups + p.computed_groups));
     if (v.stages >= 2) return v;
   }
   // Only the wgmma family reads A through a row index; elsewhere the caller gathers first.
@@ -480,6 +505,11 @@ Result<KernelVariant> override_variant(const KernelVariant& v, const VariantSpec
   // A key the chosen family does not have leaves it as it is: one setting can then stand for a
   // whole program whose ops land on different families.
   KernelVariant out = v;
+  // A variant the planner swapped (swapped_operands_pay) given keys a swapped tile cannot take,
+  // without swap=ab: those keys ask for the plain tile, as they would on any other op.
+  const bool asks_plain_tile = (spec.cluster && *spec.cluster > 1) || (spec.split_tail && *spec.split_tail) ||
+                               (spec.tma_store && *spec.tma_store) || (spec.bn && *spec.bn != 256);
+  if (out.swap_ab && asks_plain_tile && !(spec.swap_ab && *spec.swap_ab)) out = unswapped(out, d, groups);
   // the TMA-store epilogue, for 16-bit outputs: the weight gradient's, and the forward's plain
   // epilogue with outputs of the input type (the SwiGLU and table-row epilogues have their own;
   // CI compiles no mixed types there); elsewhere the key is ignored
@@ -529,9 +559,8 @@ Result<KernelVariant> override_variant(const KernelVariant& v, const VariantSpec
       out = swapped(out, d, groups);
       if (spec.stages) out.stages = *spec.stages;
     } else if (!*spec.swap_ab && out.swap_ab) {
-      out.swap_ab = false;
-      out.bm = 128;
-      out.stages = spec.stages ? *spec.stages : ring_stages(out, d, groups);
+      out = unswapped(out, d, groups);
+      if (spec.stages) out.stages = *spec.stages;
     }
   }
   // (a swapped variant given other keys: they must leave it a kernel that exists)

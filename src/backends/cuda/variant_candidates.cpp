@@ -27,7 +27,9 @@ std::vector<Candidate> candidate_variants(const core::GroupGemmProblem& p, const
   if (p.n > 128) specs.push_back(chosen.bn == 256 ? "bn=128" : "bn=256");
   if (chosen.mode == 1) {
     const bool plain = !chosen.gather_a && !chosen.swiglu && !chosen.scatter_out && chosen.out != DType::kF32;
-    if (plain && p.m / groups <= kSwapRowsPerGroup) specs.push_back("swap=ab");
+    // (the planner swaps some ops itself: then the plain tile is the alternative)
+    if (chosen.swap_ab) specs.push_back("swap=off");
+    else if (plain && p.m / groups <= kSwapRowsPerGroup) specs.push_back("swap=ab");
     specs.push_back("split=tail");
     // (not the TMA-store epilogue: on an H200 it lost to the register stores on every benchmark
     // case, by 2 to 17%, bench/RESULTS.md 2026-12-06)
