@@ -115,15 +115,15 @@ if [ $run_tests = 1 ]; then
   fi
 fi
 if [ $run_bench = 1 ]; then
-  say "benchmark: ragdot$([ $peers = 1 ] && echo ' + cuBLAS peers' || echo ' and the dense roof')"
+  say "benchmark: ragdot$([ $peers = 1 ] && echo ' + cuBLAS peers' || echo ' and the dense roof')$([ $peers = torch ] && echo ', then torch')"
   rm -f /tmp/peers_torch.json /tmp/peers_jax.json
   # variants whose tests did not pass (or did not run) stay out of the sweep: a hang there would
   # cost the whole benchmark. A kind's small test passing is enough when its matrix did not run
   # (--only 'Small'), so that one call can test the new kinds and time them.
   if [ $run_tests = 1 ]; then
     for axis in ClusterPairsAlongM:cluster=2 ClusterPairsAlongN:cluster=2n ClusterPairsAlongMN:cluster=4 \
-                WeightGradientTmaStore:epilogue=tma ForwardTmaStore:epilogue=tma SplitTail:split=tail SwappedOperands:swap=[a-z]+ \
-                WeightGradientStrips:strips=on MixedOrder:order=[a-z]+; do
+                WeightGradientTmaStore:epilogue=tma ForwardTmaStore:epilogue=tma SplitTail:split=tail 'SwappedOperands:swap=[a-z]+' \
+                WeightGradientStrips:strips=on 'MixedOrder:order=[a-z]+'; do
       name=Hopper${axis%%:*}
       small_name=${name/ClusterPairs/ClusterPairsSmall}
       [ "$small_name" = "$name" ] && small_name=${name}Small

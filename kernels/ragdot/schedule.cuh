@@ -103,19 +103,24 @@ struct Scheduler {
     segments = L + 2;
     bool mixed = kMixable && p.tile_order != RAGDOT_ORDER_PLAIN && L > 0 &&
             ragdot_mixed_order_fits(segments, (ceil_div(p.m, kBM) + segments) * n_tiles);
+    const int* st = starts + offset;
+    if (mixed && p.tile_order == RAGDOT_ORDER_AUTO) {
+      // a balanced launch keeps the plain order, and skips the ranking: the largest group first
+      if (threadIdx.x == 0) tile_prefix[0] = 0;
+      __syncthreads();
+      int largest = 0;
+      for (int i = threadIdx.x; i < L; i += kThreads) largest = imax(largest, st[i + 1] - st[i]);
+      atomicMax(&tile_prefix[0], largest);
+      __syncthreads();
+      mixed = ragdot_mixed_order_pays(tile_prefix[0], st[L] - st[0], L);
+      __syncthreads();  // every thread has read it before place 0 is written again
+    }
     if (mixed) {
       // the sorted list's place r holds segment s (for now, unpacked); the zero segments stay last
-      const int* st = starts + offset;
       for (int i = threadIdx.x; i < L; i += kThreads)
         tile_prefix[ragdot_size_rank(i, L, [st](int j) { return st[j + 1] - st[j]; })] = i;
       if (threadIdx.x == 0) tile_prefix[L] = L, tile_prefix[L + 1] = L + 1;
       __syncthreads();
-      if (p.tile_order == RAGDOT_ORDER_AUTO) {
-        // a balanced launch keeps the plain order (place 0 holds the largest group)
-        const int largest = tile_prefix[0];
-        mixed = ragdot_mixed_order_pays(st[largest + 1] - st[largest], st[L] - st[0], L);
-        __syncthreads();  // every thread has read place 0 before the places are overwritten
-      }
     }
     // each thread reads and then overwrites only its own places [sfirst, slast)
     const int spt = (segments + kThreads - 1) / kThreads;

@@ -827,7 +827,8 @@ TEST(CudaBackend, HopperSwappedByDefault) {
 // from both ends of that list in turn. Against the oracle, three runs each bitwise the same:
 // skewed sizes with the busy groups first and last, and every group pattern (zeros, one group
 // with every row, a tail no group covers, equal sizes, odd sizes), 40 to 300 groups, n short of a
-// tile and past it; under order=mix both 16-bit types and weight layouts, then 128-wide tiles,
+// tile and past it; under order=mix both 16-bit types and weight layouts, then (two shapes, the
+// skewed sizes, one group with every row and a tail no group covers) 128-wide tiles,
 // swapped operands, split tiles on few CTAs, CTA pairs along m and n, few CTAs, and a group
 // offset; and the default, whose plans say "order=auto". order=plain, f32 outputs (the order is
 // the family's, not the epilogue's) and 1100 groups (past what the packed table holds: the plain
@@ -858,11 +859,10 @@ void check_mixed_order(bool small) {
     const std::vector<GroupPattern> patterns =
         small ? std::vector<GroupPattern>{}
         : main ? std::vector<GroupPattern>(std::begin(kPatterns), std::end(kPatterns))
-               : std::vector<GroupPattern>{GroupPattern::kZeros, GroupPattern::kAllInOne, GroupPattern::kPartialSum,
-                                           GroupPattern::kUniform};
+               : std::vector<GroupPattern>{GroupPattern::kAllInOne, GroupPattern::kPartialSum};
     for (DType dt : main ? std::vector<DType>{DType::kBF16, DType::kF16} : std::vector<DType>{DType::kBF16}) {
       for (bool nk : main ? std::vector<bool>{false, true} : std::vector<bool>{false}) {
-        for (const Shape& sh : shapes) {
+        for (const Shape& sh : main || small ? shapes : std::vector<Shape>(shapes.begin(), shapes.begin() + 2)) {
           for (bool hot_first : {true, false}) {
             verify::Case c = mode1_case(sh, skewed_sizes(sh.g, sh.m, hot_first, rng), dt, dt, nk);
             c.description += hot_first ? " busy groups first" : " busy groups last";

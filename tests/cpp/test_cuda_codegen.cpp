@@ -625,6 +625,8 @@ TEST(CudaCodegen, PlannerSwapsOperandsForAboutOneTileOfRowsPerGroup) {
   EXPECT_EQ(override_variant(v, "bn=128", hopper, table)->bn, 128);
   EXPECT_EQ(*override_variant(v, "swap=ab", hopper, table), v);
   EXPECT_EQ(*override_variant(v, "split=off,order=mix", hopper, table), v);
+  EXPECT_EQ(*override_variant(v, "bn=256", hopper, table), v);  // keys that restate the choice
+  EXPECT_EQ(*override_variant(v, "epilogue=direct", hopper, table), v);
   EXPECT_EQ(override_variant(v, "stages=3", hopper, table)->stages, 3);
   EXPECT_TRUE(override_variant(v, "stages=3", hopper, table)->swap_ab);
   for (const char* bad : {"swap=ab,split=tail", "swap=ab,cluster=2", "swap=ab,bn=128", "swap=ab,epilogue=tma"})

@@ -84,11 +84,12 @@ int wgmma_stages(int bn, const DeviceTraits& d, std::int64_t staging_bytes = 0, 
 }
 std::int64_t staging_bytes_of(const KernelVariant& v) { return v.tma_store ? tma_store_staging_bytes(v.mode) : 0; }
 // The ring of a wgmma variant with one tile per stage (not strips), beside its staging area and
-// the largest scheduler table; the forward's TMA-store epilogue beside the table of `groups`
-// groups instead (its staging is half as large: 4 stages of a 256-wide tile for tables up to
+// the largest scheduler table; swapped operands and the forward's TMA-store epilogue beside the
+// table of `groups` groups instead (its staging is half as large: 4 stages of a 256-wide tile for tables up to
 // ~500 groups, 3 beside the largest; the weight gradient's takes 3 everywhere).
 int ring_stages(const KernelVariant& v, const DeviceTraits& d, std::int64_t groups) {
-  return wgmma_stages(v.bn, d, staging_bytes_of(v), v.bm, v.tma_store && v.mode == 1 ? groups : -1);
+  const bool table_aware = (v.tma_store && v.mode == 1) || v.swap_ab;  // as swapped() counts them
+  return wgmma_stages(v.bn, d, staging_bytes_of(v), v.bm, table_aware ? groups : -1);
 }
 
 // Weight-gradient strips (kernels/ragdot/strips.h): a ring of A tiles (128 x 64) beside B's slots
