@@ -633,11 +633,10 @@ TEST(CudaCodegen, PlannerSwapsOperandsForAboutOneTileOfRowsPerGroup) {
     EXPECT_FALSE(override_variant(v, bad, hopper, table).ok()) << bad;
 }
 
-// The mixed tile order (kernels/ragdot/tile_order.h): the wgmma family's mode 1 takes it by
-// default (AUTO: in launches whose groups are uneven) from kMixedOrderMinGroups computed groups up
-// to what its packed table holds; `order=plain|auto|mix` overrides that; other families and modes
-// never take it; the key parses.
-TEST(CudaCodegen, MixedOrderIsTheDefaultForManyGroups) {
+// The mixed tile order (kernels/ragdot/tile_order.h): opt-in (it did not pay on the GPU), for the
+// wgmma family's mode 1 up to what its packed table holds; `order=plain|auto|mix`; other families
+// and modes never take it; the key parses.
+TEST(CudaCodegen, MixedOrderIsOptIn) {
   const DeviceTraits hopper{9, 0, 227 * 1024};
   auto problem = [](std::int64_t m, std::int64_t n, std::int64_t groups) {
     core::GroupGemmProblem p;
@@ -655,13 +654,13 @@ TEST(CudaCodegen, MixedOrderIsTheDefaultForManyGroups) {
   auto chosen = choose_variant(deepseek, hopper);
   ASSERT_TRUE(chosen.ok()) << chosen.status().to_string();
   ASSERT_EQ(chosen->family, KernelFamily::kWgmma);
-  EXPECT_EQ(tile_order(*chosen, deepseek, std::nullopt), RAGDOT_ORDER_AUTO);
+  EXPECT_EQ(tile_order(*chosen, deepseek, std::nullopt), RAGDOT_ORDER_PLAIN);  // opt-in: it did not pay
+  EXPECT_EQ(tile_order(*chosen, deepseek, RAGDOT_ORDER_AUTO), RAGDOT_ORDER_AUTO);
   EXPECT_EQ(tile_order(*chosen, deepseek, RAGDOT_ORDER_PLAIN), RAGDOT_ORDER_PLAIN);
   EXPECT_EQ(tile_order(*chosen, deepseek, RAGDOT_ORDER_MIX), RAGDOT_ORDER_MIX);
-  EXPECT_EQ(tile_order(*chosen, mixtral, std::nullopt), RAGDOT_ORDER_PLAIN);  // 8 groups: all compute-bound
+  EXPECT_EQ(tile_order(*chosen, mixtral, std::nullopt), RAGDOT_ORDER_PLAIN);
   EXPECT_EQ(tile_order(*chosen, mixtral, RAGDOT_ORDER_MIX), RAGDOT_ORDER_MIX);
-  EXPECT_EQ(tile_order(*chosen, problem(32768, 4096, kMixedOrderMinGroups - 1), std::nullopt), RAGDOT_ORDER_PLAIN);
-  EXPECT_EQ(tile_order(*chosen, problem(32768, 4096, kMixedOrderMinGroups), std::nullopt), RAGDOT_ORDER_AUTO);
+  EXPECT_EQ(tile_order(*chosen, problem(32768, 4096, 31), RAGDOT_ORDER_AUTO), RAGDOT_ORDER_AUTO);
   // past the packed table: the plain order, even when asked
   EXPECT_EQ(tile_order(*chosen, problem(32768, 4096, RAGDOT_ORDER_MAX_GROUPS), RAGDOT_ORDER_MIX), RAGDOT_ORDER_MIX);
   EXPECT_EQ(tile_order(*chosen, problem(32768, 4096, RAGDOT_ORDER_MAX_GROUPS + 1), RAGDOT_ORDER_MIX),
@@ -673,11 +672,11 @@ TEST(CudaCodegen, MixedOrderIsTheDefaultForManyGroups) {
   EXPECT_TRUE(chosen->swap_ab);
   auto plain = override_variant(*chosen, "swap=off", hopper, table);
   ASSERT_TRUE(plain.ok()) << plain.status().to_string();
-  EXPECT_EQ(tile_order(*plain, deepseek, std::nullopt), RAGDOT_ORDER_AUTO);
+  EXPECT_EQ(tile_order(*plain, deepseek, RAGDOT_ORDER_AUTO), RAGDOT_ORDER_AUTO);
   // CTA pairs hand out 256-row tiles, in the mixed order too
   auto pairs = override_variant(*chosen, "cluster=2", hopper, table);
   ASSERT_TRUE(pairs.ok()) << pairs.status().to_string();
-  EXPECT_EQ(tile_order(*pairs, deepseek, std::nullopt), RAGDOT_ORDER_AUTO);
+  EXPECT_EQ(tile_order(*pairs, deepseek, RAGDOT_ORDER_MIX), RAGDOT_ORDER_MIX);
   // mode 2 and the mma.sync family hand out tiles in their own order
   KernelVariant other = *chosen;
   other.mode = 2;

@@ -613,8 +613,7 @@ int tile_order(const KernelVariant& v, const core::GroupGemmProblem& p, std::opt
   // the kernel's own bound on its tiles (kernels/ragdot/schedule.cuh), which it checks again
   if (!ragdot_mixed_order_fits(segments, ((p.m + rows - 1) / rows + segments) * ((p.n + cols - 1) / cols)))
     return RAGDOT_ORDER_PLAIN;
-  if (requested) return *requested;
-  return p.computed_groups >= kMixedOrderMinGroups ? RAGDOT_ORDER_AUTO : RAGDOT_ORDER_PLAIN;
+  return requested.value_or(RAGDOT_ORDER_PLAIN);
 }
 
 std::int64_t raster_bytes(const std::string& spec) {

@@ -119,11 +119,11 @@ Result<KernelVariant> override_variant(const KernelVariant& v, const std::string
 // that compute-bound and memory-bound tiles run side by side however the busy experts are
 // numbered; RAGDOT_ORDER_AUTO, the mixed order for a launch whose largest group has at least
 // RAGDOT_ORDER_MIN_SKEW times the mean rows and the plain order for a balanced one; or
-// RAGDOT_ORDER_PLAIN, groups in index order. `requested`: the override's `order`, else the
-// default: AUTO for ops of kMixedOrderMinGroups computed groups or more (few groups of many rows
-// are all compute-bound), else PLAIN. Only the wgmma family's mode 1 has the mixed order, and only
-// where its packed table fits (up to RAGDOT_ORDER_MAX_GROUPS groups); elsewhere PLAIN.
-inline constexpr std::int64_t kMixedOrderMinGroups = 32;
+// RAGDOT_ORDER_PLAIN, groups in index order. `requested`: the override's `order`, else PLAIN: on
+// an H100 the mixed order did not pay where a model of waves said it would (skewed deepseek-v3
+// and qwen3 lost 0-10%, bench/RESULTS.md 2026-12-06), so it is opt-in. Only the wgmma family's
+// mode 1 has it, and only where its packed table fits (up to RAGDOT_ORDER_MAX_GROUPS groups);
+// elsewhere PLAIN.
 int tile_order(const KernelVariant& v, const core::GroupGemmProblem& p, std::optional<int> requested);
 // The spec's small_groups and raster settings (their defaults if it does not parse).
 bool small_groups_on_wgmma(const std::string& spec);
