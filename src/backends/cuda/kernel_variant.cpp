@@ -85,8 +85,8 @@ int wgmma_stages(int bn, const DeviceTraits& d, std::int64_t staging_bytes = 0, 
 std::int64_t staging_bytes_of(const KernelVariant& v) { return v.tma_store ? tma_store_staging_bytes(v.mode) : 0; }
 // The ring of a wgmma variant with one tile per stage (not strips), beside its staging area and
 // the largest scheduler table; swapped operands and the forward's TMA-store epilogue beside the
-// table of `groups` groups instead (its staging is half as large: 4 stages of a 256-wide tile for tables up to
-// ~500 groups, 3 beside the largest; the weight gradient's takes 3 everywhere).
+// table of `groups` groups instead (the latter's staging is half as large: 4 stages of a 256-wide
+// tile for tables up to ~500 groups, 3 beside the largest; the weight gradient's takes 3 everywhere).
 int ring_stages(const KernelVariant& v, const DeviceTraits& d, std::int64_t groups) {
   const bool table_aware = (v.tma_store && v.mode == 1) || v.swap_ab;  // as swapped() counts them
   return wgmma_stages(v.bn, d, staging_bytes_of(v), v.bm, table_aware ? groups : -1);
@@ -233,7 +233,6 @@ bool swapped_operands_pay(const core::GroupGemmProblem& p) {
   return rows >= 96 && rows <= kSwapRows && p.n >= 1024 && p.k >= 512 && p.out_dtype == p.lhs_dtype &&
          is_16bit_float(p.out_dtype) && !p.swiglu_epilogue && !p.out_scatter_rows;
 }
-
 
 }  // namespace
 
@@ -606,14 +605,16 @@ bool small_groups_on_wgmma(const std::string& spec) {
 
 int tile_order(const KernelVariant& v, const core::GroupGemmProblem& p, std::optional<int> requested) {
   // (the kernels that have it: kMixable in kernels/ragdot/schedule.cuh)
-  if (v.family != KernelFamily::kWgmma || v.mode != 1 || p.computed_groups < 1) return RAGDOT_ORDER_PLAIN;
+  if (!requested || *requested == RAGDOT_ORDER_PLAIN || v.family != KernelFamily::kWgmma || v.mode != 1 ||
+      p.computed_groups < 1)
+    return RAGDOT_ORDER_PLAIN;
   const std::int64_t rows = std::int64_t(v.bm) * (v.pairs_along_m() ? 2 : 1);
   const std::int64_t cols = std::int64_t(v.bn) * (v.pairs_along_n() ? 2 : 1);
   const std::int64_t segments = p.computed_groups + 2;
   // the kernel's own bound on its tiles (kernels/ragdot/schedule.cuh), which it checks again
   if (!ragdot_mixed_order_fits(segments, ((p.m + rows - 1) / rows + segments) * ((p.n + cols - 1) / cols)))
     return RAGDOT_ORDER_PLAIN;
-  return requested.value_or(RAGDOT_ORDER_PLAIN);
+  return *requested;
 }
 
 std::int64_t raster_bytes(const std::string& spec) {
