@@ -59,6 +59,8 @@ def build(layers, peers):
         for p in rep["paths"][1:]:
             if "gather fused" in p["name"]:
                 key = "fused_gather"
+            elif "gather kernel first" in p["name"]:
+                key = "gather_first"
             elif "SwiGLU and combine fused" in p["name"]:
                 key = "fused_both"
             elif "SwiGLU fused" in p["name"]:
@@ -115,7 +117,7 @@ def markdown(rows, checks, commit):
              "times in ms (medians, bf16); ratios = peer time / ragdot time", "",
              "| preset | tokens | ragdot fwd | ragdot fwd+bwd | torch fwd | torch fwd+bwd | jax fwd | jax fwd+bwd "
              "| torch/ragdot fwd | jax/ragdot fwd | torch/ragdot fwd+bwd | jax/ragdot fwd+bwd | padded dropless fwd "
-             "| padded cf fwd (dropped) | fused-gather fwd (perm. share) | fused-SwiGLU fwd (perm. share) "
+             "| padded cf fwd (dropped) | other gather path fwd (perm. share) | fused-SwiGLU fwd (perm. share) "
              "| fused-combine fwd (perm. share) | SwiGLU + combine fused fwd (perm. share) "
              "| perm. share fwd | perm. share fwd+bwd | gather / copy | combine / copy |",
              "|" + "---|" * 22]
@@ -127,8 +129,12 @@ def markdown(rows, checks, commit):
         dl, cf = r.get("padded_dropless") or {}, r.get("padded_capacity") or {}
         cf_cell = (f"{fmt(cf.get('forward_ms'))} ({cf.get('dropped_pairs')} of {cf.get('pairs')})"
                    if "forward_ms" in cf else (cf.get("error") or "-"))
-        gf = r.get("fused_gather") or {}
-        gf_cell = (f"{fmt(gf.get('forward_ms'))} ({fmt(gf.get('permutation_share_forward'), '.1%')})"
+        # ragdot's path fuses the gather into the up projection where that pays (kAuto): this
+        # column is the other path, the gather kernel first ("first") or fused ("fused")
+        gf_key = "gather_first" if r.get("gather_first") else "fused_gather"
+        gf = r.get(gf_key) or {}
+        gf_cell = (f"{'first' if gf_key == 'gather_first' else 'fused'}: {fmt(gf.get('forward_ms'))} "
+                   f"({fmt(gf.get('permutation_share_forward'), '.1%')})"
                    if "forward_ms" in gf else (gf.get("error") or "-"))
         def fused_cell(key):
             f = r.get(key) or {}

@@ -84,7 +84,9 @@ if [ $run_tests = 1 ]; then
       limit=150
       small=""
       case $t in
-        *ClusterPairsSmall* | *SplitTailSmall | *SwappedOperandsSmall | *WeightGradientStripsSmall | *MixedOrderSmall) limit=60 ;;
+        *ClusterPairsSmall* | *SplitTailSmall | *SwappedOperandsSmall | *WeightGradientStripsSmall | *MixedOrderSmall | \
+          *GatheredRowsSmall) limit=60 ;;
+        *HopperGatheredRows | *HopperGatheredRowsOneCta) small=CudaBackend.HopperGatheredRowsSmall ;;
         *ClusterPairsAlong*) small=${t/ClusterPairs/ClusterPairsSmall} ;;
         *HopperSplitTail*) small=CudaBackend.HopperSplitTailSmall ;;
         *HopperSwappedOperands | *HopperWeightGradientStrips | *HopperForwardTmaStore | *HopperMixedOrder) small=${t}Small ;;
@@ -174,7 +176,7 @@ if [ $run_tests = 1 ] && [ $run_sanitizer = 1 ]; then
   done
   # the TMA-store, SwiGLU and scatter epilogues and split tiles, likewise once their matrices passed
   for small in HopperWeightGradientTmaStore HopperForwardTmaStore HopperSwigluEpilogue HopperScatterAddRows \
-               HopperSplitTail HopperSwappedOperands HopperWeightGradientStrips HopperMixedOrder; do
+               HopperSplitTail HopperSwappedOperands HopperWeightGradientStrips HopperMixedOrder HopperGatheredRows; do
     if [ -z "${RAGDOT_SANITIZE_FILTER:-}" ] && grep -q "$small exit 0" "$OUT/gpu_tests.txt"; then
       filter="$filter:CudaBackend.${small}Small"
     fi

@@ -53,6 +53,10 @@ struct DeviceMoeGrads {
   void* d_shared_down = nullptr;  // [S, F, H] bf16
 };
 
+// Whether the layer fuses a step into one of its ragged dots: kAuto where that measured faster
+// (each option says where), kOn wherever the backend can, kOff never.
+enum class Fusion : std::uint8_t { kAuto, kOn, kOff };
+
 struct DeviceMoeOptions {
   int device = 0;  // GPU ordinal
   // Backend of the routed experts' ragged dots (the router and the shared experts always use
@@ -69,10 +73,13 @@ struct DeviceMoeOptions {
   // The routed up projection reads its rows straight from x through the sort's token index
   // (PlanOptions::lhs_gather_rows) instead of after a gather kernel, where the cuda backend can
   // (Hopper, not Llama-4's scaled rows, not with expert parallelism): no [T k, H] copy of the
-  // rows in forward (backward still makes it, for the weight gradient). Off by default: on an
-  // H200 the gathering kernel's cp.async loads cost the up projection more than the gather kernel
-  // takes (bench/RESULTS.md), except on narrow projections such as qwen3-30b-a3b's.
-  bool gather_in_up_gemm = false;
+  // rows in forward (backward still makes it, for the weight gradient). The Hopper kernel runs
+  // such tiles in CTA pairs, each gathering half of the rows. kAuto, the default, fuses where that
+  // measured faster: up projections 2F of more than 256 and at most 4096 columns, where the
+  // gather kernel's bytes are a large part of the projection (on an H100: qwen3-30b-a3b's forward
+  // 1.04-1.07x, deepseek-v3's 1.03x; forward + backward within 1%, since backward gathers the rows
+  // then); not mixtral-8x7b's 28672 columns (0.93x). bench/RESULTS.md has the numbers.
+  Fusion gather_in_up_gemm = Fusion::kAuto;
   // The routed up projection applies SwiGLU in its epilogue (PlanOptions::swiglu_epilogue) where
   // the cuda backend can (Hopper, not with expert parallelism; SwiGLU layers only: create refuses
   // it for a GeGLU layer): forward writes the activations [T k, F] directly, not the [T k, 2F]

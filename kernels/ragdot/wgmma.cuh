@@ -17,7 +17,9 @@
 // TMA box. The whole producer warpgroup loads it instead, eight lanes per row, with 16-byte
 // cp.async copies written at their 128B-swizzled places (the layout TMA would have produced), and
 // each thread's copies arrive on the stage's full barrier when they land; B stays a TMA load.
-// Rows past the tile's group, past m or with an index outside the table are zero-filled.
+// Rows past the tile's group, past m or with an index outside the table are zero-filled. In CTA
+// pairs along n (kGatherPair) each CTA gathers half of the rows and sends it to the other
+// (produce_gathered_pair).
 //
 // Cluster pairs (kCluster = 2), along m: two CTAs of a cluster take one 256-row tile of a group
 // together, rank r its rows [128 r, 128 r + 128); they need the same B tile, and each loads half
@@ -208,6 +210,14 @@ __device__ __forceinline__ void tma_store_3d(const TensorMap* map, u32 src, int 
                : "memory");
 }
 __device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
+// `bytes` (a multiple of 16) of this CTA's shared memory at `src` into another CTA of the cluster
+// (`dst`, `bar`: addresses mapped with cluster_address), completing the bytes on its barrier.
+__device__ __forceinline__ void bulk_copy_to_cluster(u32 dst, u32 src, u32 bytes, u32 bar) {
+  asm volatile("cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
+                   dst),
+               "r"(src), "r"(bytes), "r"(bar)
+               : "memory");
+}
 // Waits until this thread's bulk groups but the newest N have read their shared memory.
 template <int N> __device__ __forceinline__ void bulk_wait_read() {
   asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory");
@@ -315,8 +325,14 @@ struct Kernel {
   static constexpr int kCluster = V::kCluster;
   static constexpr bool kPairM = kCluster == 4 || (kCluster == 2 && !V::kClusterAlongN);  // split rows, share B
   static constexpr bool kPairN = kCluster == 4 || (kCluster == 2 && V::kClusterAlongN);   // split columns, share A
-  static_assert(kCluster == 1 || ((kCluster == 2 || kCluster == 4) && !V::kGatherA && (kBN % 128 == 0 || !kPairM)),
-                "m pairs split B's boxes evenly; pairs load A by TMA");
+  // gathered rows in n pairs: each CTA gathers half of the tile's rows and sends them to the other
+  static constexpr bool kGatherPair = V::kGatherA && kCluster == 2 && V::kClusterAlongN;
+  static_assert(kCluster == 1 || ((kCluster == 2 || kCluster == 4) && (!V::kGatherA || kGatherPair) &&
+                                  (kBN % 128 == 0 || !kPairM)),
+                "m pairs split B's boxes evenly; gathered rows pair only along n");
+  // (a gathered pair sends a stage's rows one stage late at the earliest, while a consumer frees a
+  // stage only once the next one is full: two stages would wait on each other)
+  static_assert(!kGatherPair || kStages >= 3, "gathered pairs need three stages");
   static_assert(!V::kTmaStore || (sizeof(typename Storage<typename V::Out>::type) == 2 &&
                                    (V::kMode == 2 || (V::kCluster == 1 && !V::kSplitTail && !V::kSwapAB))),
                 "the TMA-store epilogue: 16-bit outputs; in mode 1 the plain epilogue on one CTA per tile");
@@ -343,8 +359,13 @@ struct Kernel {
   // Gathered A: the producer warpgroup's 128 threads each take every tile from the ring too.
   static constexpr int kTileReaders = V::kGatherA ? 256 + 128 : 256;
   // Cluster: rank 0's ring slots are free again once each consumer warp of every CTA (one
-  // arrival per warp) and the other CTAs' producer threads have read them.
-  static constexpr int kPairTileReaders = 8 * kCluster + kCluster - 1;
+  // arrival per warp) and the other CTAs' producer threads have read them; a gathered pair's
+  // four producer warps per CTA read them as whole warps too.
+  static constexpr int kPairTileReaders = kGatherPair ? 12 * kCluster : 8 * kCluster + kCluster - 1;
+  // A gathered pair's producer warpgroup: warp 0 takes the tiles and loads B, warps 1 and 2
+  // gather this CTA's half of the rows (kGatherThreads threads, eight rows each), warp 3 sends
+  // that half to the other CTA once it has landed.
+  static constexpr int kGatherThreads = kGatherPair ? 64 : 128;
 
   // A CTA's place in its cluster: its rows (rm) and columns (rn) of the cluster's tile (rank =
   // rm + 2 rn in a 2 x 2 cluster), and the CTAs it shares B with (the other rows, same columns)
@@ -359,6 +380,8 @@ struct Kernel {
                                              const TensorMap* map_out = nullptr) {
     __shared__ i64 scan_scratch[33];
     __shared__ __align__(8) u64 full_bar[kStages], empty_bar[kStages];
+    // a gathered pair: this CTA's half of a stage's rows has landed (its gathering threads' arrivals)
+    __shared__ __align__(8) u64 gathered_bar[kGatherPair ? kStages : 1];
     Sched sched;
     sched.init(p, 0, (int*)smem, scan_scratch);
     const u32 table_end = smem_address(smem) + (u32)Sched::smem_bytes(p.num_groups, p.computed_groups);
@@ -367,8 +390,9 @@ struct Kernel {
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     if (threadIdx.x == 0) {
       for (int s = 0; s < kStages; ++s) {
-        // the producer's expect_tx, plus with gathered A one cp.async arrival per producer thread
-        mbar_init(smem_address(&full_bar[s]), V::kGatherA ? 1 + 128 : 1);
+        // the producer's expect_tx, plus with gathered A one cp.async arrival per gathering thread
+        mbar_init(smem_address(&full_bar[s]), V::kGatherA ? 1 + kGatherThreads : 1);
+        if (kGatherPair) mbar_init(smem_address(&gathered_bar[s]), kGatherThreads);
         // one arrival per consumer warpgroup of every CTA of the cluster. Counting only the CTAs
         // that write into this one's stages (its sharers) is not enough in a 2 x 2 cluster: the
         // diagonal CTA, when it has neither rows nor columns, receives no bytes that would hold it
@@ -395,7 +419,8 @@ struct Kernel {
 
     if (warp < 4) {
       regs_dealloc<56>();  // 128 x 56 + 256 x 224 = the 384 x 168 registers the CTA was given
-      if (V::kGatherA) produce_gathered(p, sched, map_b, ring, full_bar, empty_bar);
+      if (kGatherPair) produce_gathered_pair(p, sched, map_b, ring, full_bar, empty_bar, gathered_bar);
+      else if (V::kGatherA) produce_gathered(p, sched, map_b, ring, full_bar, empty_bar);
       else if (warp == 0 && lane == 0) produce(p, sched, map_a, map_b, ring, full_bar, empty_bar);
     } else {
       regs_alloc<224>();
@@ -653,6 +678,97 @@ struct Kernel {
           cp_async_16(a_dst + j * (16 * 128), src, in ? 16u : 0u);
         }
         cp_async_arrive(full);
+      }
+    }
+  }
+
+  // Gathered A in n pairs (kGatherPair): both CTAs of a pair multiply the same 128 rows, each by
+  // its own kBN columns. One CTA alone would gather all 128 rows of every stage with cp.async, and
+  // an SM's cp.async copies, which go through L1, move fewer bytes per cycle than the tensor cores
+  // consume here (the one-CTA form runs at about 0.8x the gather-first kernel, bench/RESULTS.md).
+  // So rank r gathers only rows [64 r, 64 r + 64), which land where TMA would put them, and sends
+  // those 8 KiB to the same place in the other CTA with one shared-to-shared bulk copy completing
+  // on that CTA's full barrier. The roles, one warp each except the gathering:
+  //   warp 0   (rank 0 also takes the tiles from the counter for both) B's TMA loads and the
+  //            stage's expect_tx: B's bytes and the other rank's half of the rows;
+  //   warps 1-2  the gathering: thread i takes piece c = i % 8 of rows 64 r + i / 8 + 8 j (j < 8),
+  //            one warp instruction reading four whole 128-byte lines, and arrives on the stage's
+  //            full barrier and on gathered_bar once its copies land;
+  //   warp 3   waits on gathered_bar and sends the stage's half across. It waits for nothing
+  //            else, so a stage's rows reach the other CTA as soon as they are here.
+  // A stage is refilled only once the consumers of both CTAs have released it (empty barriers
+  // count both), by which time the other CTA's copy of this half has landed there and its reads of
+  // this CTA's half are done. Both ranks gather and send their halves of every tile, also rows past
+  // the group (zeros) and also where a rank has no columns.
+  static __device__ __forceinline__ void produce_gathered_pair(const RagdotKernelParams& p, const Sched& sched,
+                                                               const TensorMap* map_b, u32 ring, const u64* full_bars,
+                                                               const u64* empty_bars, const u64* gathered_bars) {
+    constexpr int kRowsPerThread = kBM / 2 / 8;
+    constexpr u32 kHalfBytes = kATileBytes / 2;
+    const u32 full_bar = smem_address(full_bars), empty_bar = smem_address(empty_bars);
+    const u32 gathered_bar = smem_address(gathered_bars);
+    const u32 rank = cluster_rank(), other = rank ^ 1;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int g = threadIdx.x - 32, piece = g & 7, row0 = 64 * (int)rank + (g >> 3);  // (gathering warps)
+    const u32 dst_offset = (u32)row0 * 128 + ((u32)(piece ^ (row0 & 7)) << 4);
+    const u16* table = (const u16*)p.lhs;
+    const int k = (int)p.k;
+    const int half_n = V::kSwiglu ? (int)(p.n / 2) : 0;
+    u32 it = 0;
+    for (u32 n = 0;; ++n) {
+      if (rank == 0 && threadIdx.x == 0) next_tile(p, sched, n);
+      const int t = take_tile(n);
+      if (t < 0) break;
+      int n0, group, kt_begin, kt_end;
+      bool has_cols;
+      int index[kRowsPerThread];  // gathering threads: table row of each of their tile rows, -1: zeros
+      {
+        const Unit w = unit_of(t);
+        const Tile tile = sched.tile(p, w.tile);
+        if (tile.zero) continue;
+        n0 = (int)(tile.n0 + rank * kBN);
+        has_cols = n0 < p.n;
+        group = tile.group;
+        unit_k_steps(w, (int)ceil_div(tile.k_len, kBK), kt_begin, kt_end);
+#pragma unroll
+        for (int j = 0; j < kRowsPerThread; ++j) {
+          const i64 r = tile.m0 + row0 + 8 * j;
+          const int i = warp >= 1 && warp <= 2 && r < tile.row_end ? p.lhs_rows[r] : -1;
+          index[j] = i >= 0 && (i64)i < p.lhs_table_rows ? i : -1;
+        }
+      }
+      for (int kt = kt_begin; kt < kt_end; ++kt, ++it) {
+        const u32 s = it % kStages, phase = (it / kStages) & 1;
+        const u32 full = full_bar + 8 * s, stage = ring + s * kStageBytes;
+        if (warp == 3) {
+          if (lane == 0) {
+            mbar_wait(gathered_bar + 8 * s, phase);
+            // the gathered rows were written through the generic proxy; the bulk copy reads them
+            // through the async one
+            fence_async_shared();
+            const u32 half = stage + rank * kHalfBytes;
+            bulk_copy_to_cluster(cluster_address(half, other), half, kHalfBytes, cluster_address(full, other));
+          }
+          continue;
+        }
+        if (warp == 0) {
+          if (lane == 0) {
+            mbar_wait(empty_bar + 8 * s, phase ^ 1);
+            mbar_expect_tx(full, (has_cols ? kBTileBytes : 0) + kHalfBytes);
+            if (has_cols) load_b(stage + kATileBytes, map_b, full, n0, kt * kBK, group, rank, half_n);
+          }
+          continue;
+        }
+        mbar_wait(empty_bar + 8 * s, phase ^ 1);
+        const int kk = kt * kBK + piece * 8;  // k is a multiple of 8 (the planner's rule): a piece is all in or all out
+#pragma unroll
+        for (int j = 0; j < kRowsPerThread; ++j) {
+          const bool in = index[j] >= 0 && kk < k;
+          const u16* src = in ? table + (i64)index[j] * p.lhs_m + kk : table;
+          cp_async_16(stage + dst_offset + j * (8 * 128), src, in ? 16u : 0u);
+        }
+        cp_async_arrive(full);
+        cp_async_arrive(gathered_bar + 8 * s);
       }
     }
   }

@@ -8,11 +8,11 @@
 // the exchange's plan (one host sync), dispatch of the sorted rows to their experts' ranks, the
 // local experts' up, activation and down on the rows received, and the way back.
 //
-// With DeviceMoeOptions::gather_in_up_gemm, where the cuda backend can (Hopper; not Llama-4,
-// whose rows are scaled, nor expert parallelism, which sends the sorted rows), the up ragged dot
-// reads each sorted row straight from x through the sort's token index
-// (PlanOptions::lhs_gather_rows) and the gather kernel does not run in forward. Backward then
-// gathers the rows itself for the up projection's weight gradient.
+// With DeviceMoeOptions::gather_in_up_gemm (by default where it pays, gathers_in_up_gemm), where
+// the cuda backend can (Hopper; not Llama-4, whose rows are scaled, nor expert parallelism, which
+// sends the sorted rows), the up ragged dot reads each sorted row straight from x through the
+// sort's token index (PlanOptions::lhs_gather_rows) and the gather kernel does not run in
+// forward. Backward then gathers the rows itself for the up projection's weight gradient.
 //
 // With DeviceMoeOptions::swiglu_in_up_gemm, where the cuda backend can (Hopper, no expert
 // parallelism), forward's up ragged dot writes the SwiGLU activations itself
@@ -133,6 +133,18 @@ Status mark(StepMarks* marks, CUstream stream, const char* name) {
   RAGDOT_CU_RETURN_IF_ERROR(cuda::driver()->cuEventRecord(marks->events[marks->used], stream), "cuEventRecord");
   marks->names[marks->used++] = name;
   return Status::ok();
+}
+
+// Whether the routed up projection tries to read x through the sort's index (the cuda backend
+// may still refuse: not Hopper, ...). Never for Llama-4, whose routed rows are scaled. kAuto:
+// where it measured faster on an H100 (2026-12-06, bench/RESULTS.md): up projections of more than
+// 256 columns (the Hopper kernel's CTA pairs, each gathering half of the rows) and at most 4096,
+// where the gather kernel's write of the rows is 5-14% of the projection's time (deepseek-v3,
+// qwen3-30b-a3b); at mixtral-8x7b's 28672 columns it is about 1%, less than gathering in the
+// kernel costs.
+bool gathers_in_up_gemm(Fusion asked, const MoeConfig& c) {
+  if (c.router == RouterKind::kLlama4 || asked == Fusion::kOff) return false;
+  return asked == Fusion::kOn || (2 * c.ffn > 256 && 2 * c.ffn <= 4096);
 }
 
 double median(std::vector<double> v) {
@@ -518,7 +530,7 @@ Result<DeviceMoeLayer> DeviceMoeLayer::create(const MoeConfig& c, std::int64_t t
         s->swiglu_up.emplace(std::move(*p));
       }
     };
-    if (routed_up && o.gather_in_up_gemm && c.router != RouterKind::kLlama4) {
+    if (routed_up && gathers_in_up_gemm(o.gather_in_up_gemm, c)) {
       PlanOptions gathering = routed;
       gathering.lhs_gather_rows = tokens;
       if (auto plan = make_plan(op, gathering); plan.ok()) {  // else (not Hopper, ...): gather, then plan below

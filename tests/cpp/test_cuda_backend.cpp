@@ -256,18 +256,31 @@ TEST(CudaBackend, HopperFamilyLayoutsPatternsAndOffset) {
 // Gathered lhs rows (PlanOptions::lhs_gather_rows): the Hopper family's cp.async A loads, with
 // rows repeated, out of order and outside the table (zeros), every group pattern, both weight
 // layouts, 16-bit and f32 outputs, and a table shorter and longer than the rows; three runs each,
-// bitwise the same. Elsewhere the cuda backend must say it does not gather.
-TEST(CudaBackend, HopperGatheredRows) {
-  REQUIRE_GPU();
+// bitwise the same. Under `spec`: the planner's choice ("": CTA pairs along n, each CTA gathering
+// half of the rows and sending it to the other, where n > 256 and the outputs are 16-bit; one CTA
+// per tile otherwise) or one CTA per tile everywhere ("cluster=1"). The shapes give a pair tile
+// with columns for both CTAs, n = 8 past a pair tile (the second tile's rank 1 has no columns),
+// n within one tile, and groups of 40 rows (the upper half of most tiles is rows past the group).
+// `small`: two shapes and two patterns (for compute-sanitizer). Elsewhere the cuda backend must
+// say it does not gather.
+void check_gathered_rows(const char* spec, bool small) {
+  ScopedVariant variant(spec);
   const bool hopper = device_is_hopper();
-  const Shape shapes[] = {{1000, 192, 320, 4}, {777, 136, 264, 3}};
+  const std::vector<Shape> shapes =
+      small ? std::vector<Shape>{{300, 128, 520, 3}, {200, 64, 200, 2}}
+            : std::vector<Shape>{{1000, 192, 320, 4}, {777, 136, 264, 3}, {600, 64, 1032, 3}, {300, 128, 520, 8},
+                                 {240, 72, 600, 6}, {200, 64, 200, 2}};
+  const std::vector<GroupPattern> patterns =
+      small ? std::vector<GroupPattern>{GroupPattern::kRandom, GroupPattern::kPartialSum}
+            : std::vector<GroupPattern>(std::begin(kPatterns), std::end(kPatterns));
+  const bool one_cta = std::string(spec) == "cluster=1";
   workloads::SplitMix64 rng(41);
-  std::uint64_t seed = 9000;
-  int cases = 0, gathered_plans = 0;
+  std::uint64_t seed = one_cta ? 9600 : 9000;
+  int cases = 0, gathered_plans = 0, expected_pairs = 0, pair_plans = 0;
   for (DType dt : {DType::kBF16, DType::kF16}) {
     for (DType out : dt == DType::kBF16 ? std::vector<DType>{dt, DType::kF32} : std::vector<DType>{dt}) {
       for (const Shape& sh : shapes) {
-        for (GroupPattern pat : kPatterns) {
+        for (GroupPattern pat : patterns) {
           for (bool nk : {false, true}) {
             verify::Case c = mode1_case(sh, verify::make_group_sizes(pat, sh.g, sh.m, rng), dt, out, nk);
             c.lhs_table_rows = cases % 2 ? sh.m / 8 + 1 : sh.m + 50;
@@ -278,16 +291,40 @@ TEST(CudaBackend, HopperGatheredRows) {
                                                : std::int32_t(rng.next() % std::uint64_t(c.lhs_table_rows)));
             }
             c.description += std::string(" gathered from ") + std::to_string(c.lhs_table_rows) + " rows " +
-                             verify::group_pattern_name(pat);
+                             verify::group_pattern_name(pat) + " " + spec;
             ++cases;
             const std::string plan = expect_cuda_pass(c, seed++, /*allow_unsupported=*/!hopper, /*repeats=*/3);
             gathered_plans += plan.find("gatherA") != std::string::npos;
+            const bool pairs = plan.find("cluster2n") != std::string::npos;
+            pair_plans += pairs;
+            const bool should_pair = !one_cta && sh.n > 256 && out == dt;
+            expected_pairs += should_pair;
+            if (hopper) EXPECT_EQ(pairs, should_pair) << c.description << ": " << plan;
           }
         }
       }
     }
   }
-  if (hopper) EXPECT_EQ(gathered_plans, cases) << "a gathered case was not planned on the gathering wgmma kernel";
+  if (hopper) {
+    EXPECT_EQ(gathered_plans, cases) << "a gathered case was not planned on the gathering wgmma kernel";
+    EXPECT_EQ(pair_plans, expected_pairs);
+    if (!one_cta) EXPECT_GE(expected_pairs * 4, cases) << "too few cases in pairs: the test misses its point";
+  }
+}
+
+TEST(CudaBackend, HopperGatheredRowsSmall) {
+  REQUIRE_GPU();
+  check_gathered_rows("", true);
+}
+
+TEST(CudaBackend, HopperGatheredRows) {
+  REQUIRE_GPU();
+  check_gathered_rows("", false);
+}
+
+TEST(CudaBackend, HopperGatheredRowsOneCta) {
+  REQUIRE_GPU();
+  check_gathered_rows("cluster=1", false);
 }
 
 // CTA pairs of the Hopper family: two CTAs of a cluster take one tile together, along m (256

@@ -19,6 +19,7 @@
 #include "backends/cuda/kernel_cache.hpp"
 #include "backends/cuda/kernel_variant.hpp"
 #include "backends/cuda/nvrtc_compiler.hpp"
+#include "backends/cuda/variant_candidates.hpp"
 #include "backends/cuda/embedded_kernels.hpp"
 #include "ragdot/tile_order.h"
 
@@ -456,7 +457,8 @@ TEST(CudaCodegen, VariantOverrideChangesTheTileOrSaysWhatIsWrong) {
   EXPECT_TRUE(compile_to_cubin(generate_source(*v), "ragdot_kernel.cu", embedded_kernel_headers(), "sm_90a").ok());
   const auto gathered = std::find_if(variants.begin(), variants.end(), [](const KernelVariant& k) { return k.gather_a; });
   ASSERT_NE(gathered, variants.end());
-  EXPECT_EQ(*override_variant(*gathered, "cluster=2", hopper), *gathered);  // no pairs for gathered rows
+  EXPECT_EQ(*override_variant(*gathered, "cluster=2", hopper), *gathered);  // gathered rows pair along n only
+  EXPECT_TRUE(override_variant(*gathered, "cluster=2n", hopper)->pairs_along_n());
   EXPECT_EQ(*override_variant(*simt, "cluster=2", hopper), *simt);
   // split=tail: the wgmma family's mode 1 (gathered rows too), one CTA per tile; elsewhere ignored
   v = override_variant(*wgmma, "split=tail", hopper);
@@ -544,6 +546,24 @@ TEST(CudaCodegen, VariantOverrideChangesTheTileOrSaysWhatIsWrong) {
   expect_rejected(*wgmma, {"split=2", "split=", "split=on", "split=tail,cluster=2", "cluster=2n,split=tail"}, "split");
 }
 
+// A canonical mode 1 problem: lhs [m, k] rows, weights [groups, k, n] (or [groups, n, k] with
+// `nk`), out [m, n], all of type `t`.
+core::GroupGemmProblem mode1_problem(std::int64_t m, std::int64_t k, std::int64_t n, std::int64_t groups, DType t,
+                                     bool nk) {
+  core::GroupGemmProblem p;
+  p.mode = RaggedMode::kNonContracting;
+  p.lhs_dtype = p.rhs_dtype = p.out_dtype = t;
+  p.m = m, p.n = n, p.k = k;
+  p.num_groups = p.computed_groups = groups;
+  p.ragged_extent = m;
+  p.lhs_m = k, p.lhs_k = 1;
+  p.rhs_g = k * n;
+  if (nk) p.rhs_k = 1, p.rhs_n = k;  // [E, N, K]
+  else p.rhs_k = n, p.rhs_n = 1;     // [E, K, N]
+  p.out_m = n, p.out_n = 1;
+  return p;
+}
+
 // The planner swaps operands (out^T = W^T x^T, tiles of up to 160 token rows) for mode 1 ops of
 // about one such tile's rows per group with wide weights (deepseek-v3's prefill), and nowhere
 // else; an override that asks for what a swapped tile cannot take (split tiles, CTA pairs, the
@@ -552,18 +572,7 @@ TEST(CudaCodegen, VariantOverrideChangesTheTileOrSaysWhatIsWrong) {
 TEST(CudaCodegen, PlannerSwapsOperandsForAboutOneTileOfRowsPerGroup) {
   const DeviceTraits hopper{9, 0, 227 * 1024};
   auto problem = [](std::int64_t m, std::int64_t k, std::int64_t n, std::int64_t groups, bool nk = false) {
-    core::GroupGemmProblem p;
-    p.mode = RaggedMode::kNonContracting;
-    p.lhs_dtype = p.rhs_dtype = p.out_dtype = DType::kBF16;
-    p.m = m, p.n = n, p.k = k;
-    p.num_groups = p.computed_groups = groups;
-    p.ragged_extent = m;
-    p.lhs_m = k, p.lhs_k = 1;
-    p.rhs_g = k * n;
-    if (nk) p.rhs_k = 1, p.rhs_n = k;  // [E, N, K]
-    else p.rhs_k = n, p.rhs_n = 1;     // [E, K, N]
-    p.out_m = n, p.out_n = 1;
-    return p;
+    return mode1_problem(m, k, n, groups, DType::kBF16, nk);
   };
   const auto all = all_variants(hopper);
   auto chosen = [&](const core::GroupGemmProblem& p) {
@@ -631,6 +640,91 @@ TEST(CudaCodegen, PlannerSwapsOperandsForAboutOneTileOfRowsPerGroup) {
   EXPECT_TRUE(override_variant(v, "stages=3", hopper, table)->swap_ab);
   for (const char* bad : {"swap=ab,split=tail", "swap=ab,cluster=2", "swap=ab,bn=128", "swap=ab,epilogue=tma"})
     EXPECT_FALSE(override_variant(v, bad, hopper, table).ok()) << bad;
+}
+
+// Gathered rows (the MoE layer's up projection reading x through the sort's index) run in CTA
+// pairs along n where n has columns for both CTAs of a 256-wide pair tile and the outputs are of
+// the input type: each CTA gathers half of the rows and sends them to the other. One CTA per tile
+// elsewhere, and under the keys that run a tile on one CTA; cluster=1 and 2n choose, cluster=2
+// and 4 leave the choice as it is. Every such choice is a kernel CI compiles.
+TEST(CudaCodegen, PlannerPairsGatheredRowsAlongN) {
+  const DeviceTraits hopper{9, 0, 227 * 1024};
+  auto problem = [](std::int64_t m, std::int64_t k, std::int64_t n, std::int64_t groups, DType t, bool nk = false) {
+    core::GroupGemmProblem p = mode1_problem(m, k, n, groups, t, nk);
+    p.lhs_gather_rows = m / 8;
+    return p;
+  };
+  const auto all = all_variants(hopper);
+  auto chosen = [&](const core::GroupGemmProblem& p) {
+    auto v = choose_variant(p, hopper);
+    EXPECT_TRUE(v.ok()) << v.status().to_string();
+    if (!v.ok()) return KernelVariant{};
+    EXPECT_TRUE(v->gather_a) << v->name();
+    EXPECT_NE(std::find(all.begin(), all.end(), *v), all.end()) << v->name() << " is not compiled in CI";
+    return *v;
+  };
+  // qwen3-30b-a3b, mixtral and deepseek-v3 up projections, both weight layouts and 16-bit types,
+  // and the narrowest n that pairs
+  for (DType t : {DType::kBF16, DType::kF16})
+    for (bool nk : {false, true})
+      for (const auto& p : {problem(32768, 2048, 1536, 128, t, nk), problem(8192, 4096, 28672, 8, t, nk),
+                            problem(32768, 7168, 4096, 256, t, nk), problem(1000, 192, 264, 4, t, nk)}) {
+        const KernelVariant v = chosen(p);
+        EXPECT_EQ(v.cluster, 2) << v.name() << " for " << p.to_string();
+        EXPECT_TRUE(v.cluster_along_n) << v.name();
+        EXPECT_GE(v.stages, 3) << v.name();
+        EXPECT_FALSE(v.swap_ab) << v.name();
+      }
+  {
+    auto swiglu = problem(32768, 2048, 1536, 128, DType::kBF16);
+    swiglu.swiglu_epilogue = true;
+    swiglu.out_m = 768;
+    const KernelVariant v = chosen(swiglu);
+    EXPECT_TRUE(v.swiglu);
+    EXPECT_TRUE(v.pairs_along_n()) << v.name();
+  }
+  // one CTA: n within one tile, f32 outputs, rows added into a table
+  {
+    EXPECT_EQ(chosen(problem(1000, 192, 256, 4, DType::kBF16)).cluster, 1);
+    EXPECT_EQ(chosen(problem(1000, 192, 200, 4, DType::kBF16)).cluster, 1);
+    auto f32 = problem(32768, 2048, 1536, 128, DType::kBF16);
+    f32.out_dtype = DType::kF32;
+    EXPECT_EQ(chosen(f32).cluster, 1);
+    auto scatter = problem(32768, 768, 2048, 128, DType::kBF16);
+    scatter.out_scatter_rows = true;
+    EXPECT_EQ(chosen(scatter).cluster, 1);
+  }
+  // overrides
+  const KernelVariant v = chosen(problem(32768, 2048, 1536, 128, DType::kBF16));
+  const std::int64_t table = compiled_table_for(256);
+  auto apply = [&](const char* spec) {
+    const auto o = override_variant(v, spec, hopper, table);
+    EXPECT_TRUE(o.ok()) << spec << ": " << o.status().to_string();
+    return o.ok() ? *o : KernelVariant{};
+  };
+  const KernelVariant one = apply("cluster=1");
+  EXPECT_EQ(one.cluster, 1);
+  EXPECT_TRUE(one.gather_a);
+  EXPECT_NE(std::find(all.begin(), all.end(), one), all.end()) << one.name() << " is not compiled in CI";
+  EXPECT_EQ(apply("cluster=2n"), v);
+  EXPECT_EQ(apply("cluster=2"), v);  // gathered rows pair only along n
+  EXPECT_EQ(apply("cluster=4"), v);
+  EXPECT_EQ(apply("cluster=2n"), apply("bn=256"));
+  for (const char* spec : {"split=tail", "epilogue=tma"}) {
+    const KernelVariant o = apply(spec);
+    EXPECT_EQ(o.cluster, 1) << spec;
+    EXPECT_NE(std::find(all.begin(), all.end(), o), all.end()) << spec << ": " << o.name() << " is not compiled in CI";
+  }
+  EXPECT_FALSE(override_variant(v, "cluster=2n,split=tail", hopper, table).ok());
+  EXPECT_FALSE(override_variant(v, "stages=2", hopper, table).ok()) << "a pair needs three stages";
+  EXPECT_EQ(apply("stages=3").stages, 3);
+  // measured plans time the other form
+  const auto candidates = candidate_variants(problem(32768, 2048, 1536, 128, DType::kBF16), hopper, v);
+  EXPECT_TRUE(std::any_of(candidates.begin(), candidates.end(),
+                          [](const Candidate& c) { return c.spec == "cluster=1" && c.variant.cluster == 1; }));
+  const auto from_one = candidate_variants(problem(32768, 2048, 1536, 128, DType::kBF16), hopper, one);
+  EXPECT_TRUE(std::any_of(from_one.begin(), from_one.end(),
+                          [](const Candidate& c) { return c.spec == "cluster=2n" && c.variant.cluster == 2; }));
 }
 
 // The mixed tile order (kernels/ragdot/tile_order.h): opt-in (it did not pay on the GPU), for the
@@ -731,10 +825,14 @@ TEST(CudaCodegen, HopperVariantsUseWgmmaAndTma) {
     EXPECT_NE(sass.find("UTMALDG"), std::string::npos) << v.name() << ": no TMA load in the SASS";
     EXPECT_NE(sass.find("SYNCS"), std::string::npos) << v.name() << ": no mbarrier wait in the SASS";
     // CTA pairs: B (m pairs, 3-D boxes) and/or A (n pairs, 2-D boxes) through TMA multicast, a
-    // cluster barrier around the kernel; one-CTA variants neither
+    // cluster barrier around the kernel; one-CTA variants neither. Gathered rows in n pairs: no
+    // multicast, each CTA's gathered half sent to the other by a shared-to-shared bulk copy.
+    const bool gathered_pair = v.gather_a && v.cluster > 1;
     EXPECT_EQ(sass.find("UTMALDG.3D.MULTICAST") != std::string::npos, v.pairs_along_m()) << v.name() << ": B multicast";
-    EXPECT_EQ(sass.find("UTMALDG.2D.MULTICAST") != std::string::npos, v.pairs_along_n()) << v.name() << ": A multicast";
-    EXPECT_EQ(sass.find(".MULTICAST") != std::string::npos, v.cluster > 1) << v.name() << ": multicast";
+    EXPECT_EQ(sass.find("UTMALDG.2D.MULTICAST") != std::string::npos, v.pairs_along_n() && !gathered_pair)
+        << v.name() << ": A multicast";
+    EXPECT_EQ(sass.find(".MULTICAST") != std::string::npos, v.cluster > 1 && !gathered_pair) << v.name() << ": multicast";
+    EXPECT_EQ(sass.find("UBLKCP.S.S") != std::string::npos, gathered_pair) << v.name() << ": rows sent to the other CTA";
     // the TMA-store epilogue stores through TMA (UTMASTG); the others from registers only
     EXPECT_EQ(sass.find("UTMASTG") != std::string::npos, v.tma_store) << v.name() << ": TMA stores";
     tma_stores += v.tma_store;

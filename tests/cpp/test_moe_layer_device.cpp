@@ -270,25 +270,28 @@ INSTANTIATE_TEST_SUITE_P(Presets, DeviceMoeLayerTest,
 
 // The up projection reading x through the sort's token index (DeviceMoeOptions::gather_in_up_gemm)
 // against the gather kernel then the plain up projection (the default): the same products in the
-// same order, so the same bytes, forward and backward. At this size (128 rows per expert) the
-// Hopper family takes the up projection; elsewhere both layers gather first and the test still holds.
+// same order, so the same bytes, forward and backward. At this size (128 rows per expert, an up
+// projection 384 wide) the Hopper family takes the up projection in CTA pairs along n, each
+// gathering half of the rows; elsewhere both layers gather first and the test still holds.
 TEST(DeviceMoeLayer, GatheredUpProjectionGivesTheBytesOfGatherFirst) {
   REQUIRE_GPU();
-  auto config = moe::preset_config("qwen3-30b-a3b", 16);
+  auto config = moe::preset_config("qwen3-30b-a3b", 4);
   ASSERT_TRUE(config.ok()) << config.status().to_string();
   const std::int64_t tokens = 2048;
   const LayerData data = make_data(*config, tokens, 77);
   moe::DeviceMoeOptions gathering;
-  gathering.gather_in_up_gemm = true;
+  gathering.gather_in_up_gemm = moe::Fusion::kOn;
+  moe::DeviceMoeOptions first;
+  first.gather_in_up_gemm = moe::Fusion::kOff;
   auto fused = moe::DeviceMoeLayer::create(*config, tokens, gathering);
-  auto plain = moe::DeviceMoeLayer::create(*config, tokens);
+  auto plain = moe::DeviceMoeLayer::create(*config, tokens, first);
   ASSERT_TRUE(fused.ok()) << fused.status().to_string();
   ASSERT_TRUE(plain.ok()) << plain.status().to_string();
   EXPECT_EQ(plain->describe().find("gatherA"), std::string::npos) << plain->describe();
   auto dev = cuda::device(0);
   ASSERT_TRUE(dev.ok());
   if ((*dev)->traits.cc_major == 9) {
-    EXPECT_NE(fused->describe().find("gatherA"), std::string::npos) << fused->describe();
+    EXPECT_NE(fused->describe().find("gatherA cluster2n"), std::string::npos) << fused->describe();
   }
   DeviceLayerData d(data);
   ASSERT_TRUE(run_device_layer(*fused, d).is_ok());
@@ -327,6 +330,34 @@ void against_the_default_layer(std::initializer_list<const char*> presets, std::
   }
 }
 
+// DeviceMoeOptions::gather_in_up_gemm's default (Fusion::kAuto): on Hopper the layer reads x
+// through the index for up projections of 257 to 4096 columns (here qwen3-30b-a3b's and
+// deepseek-v3's at a quarter of their size, 384 and 1024) and gathers first for wider ones
+// (mixtral-8x7b's 7168) and for Llama-4's scaled rows; kOff and kOn override it.
+TEST(DeviceMoeLayer, DefaultFusesTheGatherWhereItPays) {
+  REQUIRE_GPU();
+  auto dev = cuda::device(0);
+  ASSERT_TRUE(dev.ok());
+  if ((*dev)->traits.cc_major != 9) GTEST_SKIP() << "the gathering kernel is the Hopper family's";
+  auto plans = [](const char* preset, moe::Fusion gather) {
+    auto config = moe::preset_config(preset, 4);
+    EXPECT_TRUE(config.ok()) << config.status().to_string();
+    moe::DeviceMoeOptions options;
+    options.gather_in_up_gemm = gather;
+    auto layer = moe::DeviceMoeLayer::create(*config, 512, options);
+    EXPECT_TRUE(layer.ok()) << layer.status().to_string();
+    return layer.ok() ? layer->describe() : std::string();
+  };
+  for (const char* preset : {"qwen3-30b-a3b", "deepseek-v3"}) {
+    EXPECT_NE(plans(preset, moe::Fusion::kAuto).find("gatherA cluster2n"), std::string::npos) << preset;
+    EXPECT_EQ(plans(preset, moe::Fusion::kOff).find("gatherA"), std::string::npos) << preset;
+  }
+  EXPECT_EQ(plans("mixtral-8x7b", moe::Fusion::kAuto).find("gatherA"), std::string::npos);
+  EXPECT_NE(plans("mixtral-8x7b", moe::Fusion::kOn).find("gatherA"), std::string::npos);
+  EXPECT_EQ(plans("llama4-scout", moe::Fusion::kAuto).find("gatherA"), std::string::npos);
+  EXPECT_EQ(plans("llama4-scout", moe::Fusion::kOn).find("gatherA"), std::string::npos);  // scaled rows
+}
+
 // SwiGLU in the up projection's epilogue (DeviceMoeOptions::swiglu_in_up_gemm), alone and with
 // the rows read through the token index, against the SwiGLU kernel after the plain up projection:
 // the same products rounded the same way and the same silu expression, so the same bytes, forward
@@ -340,7 +371,7 @@ TEST(DeviceMoeLayer, SwigluInTheUpProjectionGivesTheBytesOfTheSwigluKernel) {
     for (bool gathering : {false, true}) {
       moe::DeviceMoeOptions options;
       options.swiglu_in_up_gemm = true;
-      options.gather_in_up_gemm = gathering;
+      options.gather_in_up_gemm = gathering ? moe::Fusion::kOn : moe::Fusion::kOff;
       auto fused = moe::DeviceMoeLayer::create(config, kFusedTokens, options);
       ASSERT_TRUE(fused.ok()) << fused.status().to_string();
       const std::string what = preset + (gathering ? " with gathered rows" : "");

@@ -108,7 +108,7 @@ PathResult run_path(const std::string& name, const moe::DeviceMoeOptions& option
     bool asked;
     const char* variant_says;
     const char* what;
-  } fusions[] = {{options.gather_in_up_gemm, "gatherA", "the gather into the up projection"},
+  } fusions[] = {{options.gather_in_up_gemm == moe::Fusion::kOn, "gatherA", "the gather into the up projection"},
                  {options.swiglu_in_up_gemm, "swiglu", "the SwiGLU into the up projection"},
                  {options.combine_in_down_gemm, "scatter", "the combine into the down projection"}};
   for (const auto& f : fusions) {
@@ -326,11 +326,12 @@ int run_gpu_layer(const GpuLayerRequest& rq) {
 
   std::vector<PathResult> paths;
   moe::DeviceMoeOptions ours_options;
-  ours_options.gather_in_up_gemm = rq.fused_gather;
+  ours_options.gather_in_up_gemm = rq.gather;
   ours_options.swiglu_in_up_gemm = rq.fused_swiglu;
   ours_options.combine_in_down_gemm = rq.fused_combine;
   std::string ours_name = "ragdot (cuda)";
-  if (rq.fused_gather) ours_name += ", gather fused into the up projection";
+  if (rq.gather == moe::Fusion::kOn) ours_name += ", gather fused into the up projection";
+  if (rq.gather == moe::Fusion::kOff) ours_name += ", gather kernel first";
   if (rq.fused_swiglu) ours_name += ", SwiGLU fused into the up projection";
   if (rq.fused_combine) ours_name += ", combine fused into the down projection";
   paths.push_back(run_path(ours_name, ours_options, c, rq, *tensors, *mem, rq.baselines));
@@ -351,12 +352,16 @@ int run_gpu_layer(const GpuLayerRequest& rq) {
     dropping.capacity_factor = rq.capacity_factor;
     paths.push_back(run_path(format("padded, capacity factor %.2f", rq.capacity_factor), dropping, c, rq, *tensors,
                              *mem, false));
-    // ragdot with the up projection reading x through the sort's index instead of after the
-    // gather kernel: what that fusion gains or costs (the same as ragdot's path where the up
-    // projection cannot gather)
-    if (!rq.fused_gather) {
+    // ragdot with the other of the gather's two paths: the up projection reading x through the
+    // sort's index, or the gather kernel first (whichever ragdot's path did not take): what the
+    // fusion gains or costs here
+    if (paths[0].plans.find("gatherA") != std::string::npos) {
+      moe::DeviceMoeOptions first;
+      first.gather_in_up_gemm = moe::Fusion::kOff;
+      paths.push_back(run_path("ragdot (cuda), gather kernel first", first, c, rq, *tensors, *mem, false));
+    } else {
       moe::DeviceMoeOptions fused;
-      fused.gather_in_up_gemm = true;
+      fused.gather_in_up_gemm = moe::Fusion::kOn;
       paths.push_back(run_path("ragdot (cuda), gather fused into the up projection", fused, c, rq, *tensors, *mem,
                                false));
     }

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "ragdot/moe.hpp"
+#include "ragdot/moe_device.hpp"
 #include "ragdot/workloads.hpp"
 
 namespace ragdot::cli {
@@ -22,7 +23,9 @@ struct GpuLayerRequest {
   int reps = 10;
   int warmup = 2;
   bool baselines = true;
-  bool fused_gather = false;  // DeviceMoeOptions::gather_in_up_gemm for ragdot's own path
+  // DeviceMoeOptions::gather_in_up_gemm for ragdot's own path (--fused-gather: kOn,
+  // --no-fused-gather: kOff)
+  moe::Fusion gather = moe::Fusion::kAuto;
   bool fused_swiglu = false;  // DeviceMoeOptions::swiglu_in_up_gemm for ragdot's own path
   bool fused_combine = false;  // DeviceMoeOptions::combine_in_down_gemm for ragdot's own path
   std::optional<std::string> json_path;

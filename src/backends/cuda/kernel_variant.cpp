@@ -124,6 +124,21 @@ KernelVariant unswapped(KernelVariant v, const DeviceTraits& d, std::int64_t gro
   return v;
 }
 
+// Gathered rows in CTA pairs along n (kernels/ragdot/wgmma.cuh, produce_gathered_pair): each CTA
+// of a pair gathers half of the tile's rows with cp.async and sends it to the other, so an SM's
+// cp.async copies, which alone fall behind the tensor cores, carry half the rows. Where n has
+// columns for both CTAs of a 256-wide pair tile, with 16-bit outputs of the input type (the MoE
+// layer's up projection; CI compiles those) and three stages or more.
+bool gathered_pair_fits(const KernelVariant& v, std::int64_t n) {
+  return v.gather_a && v.mode == 1 && v.bn == 256 && n > 256 && v.out == v.lhs && v.out != DType::kF32 &&
+         !v.scatter_out && !v.split_tail && !v.tma_store && v.stages >= 3;
+}
+KernelVariant in_gathered_pairs(KernelVariant v) {
+  v.cluster = 2;
+  v.cluster_along_n = true;
+  return v;
+}
+
 // Mode 1: A K-major (token rows), B either layout. Mode 2: both MN-major (token rows are k).
 KernelVariant wgmma_variant(int mode, DType in, DType out, bool b_k, int bn, const DeviceTraits& d,
                             bool gather_a = false) {
@@ -408,6 +423,7 @@ Result<KernelVariant> choose_variant(const core::GroupGemmProblem& p, const Devi
                          "rhs [G, K, N], N / 2 a multiple of 8)");
     KernelVariant v = wgmma_variant(mode, p.lhs_dtype, p.out_dtype, b_k, p.n >= 256 ? 256 : 128, d, gather);
     v.swiglu = true;
+    if (gathered_pair_fits(v, p.n)) return in_gathered_pairs(v);
     if (v.stages >= 2) return v;
     return unsupported("the SwiGLU epilogue's tile does not fit in shared memory");
   }
@@ -415,6 +431,7 @@ Result<KernelVariant> choose_variant(const core::GroupGemmProblem& p, const Devi
     KernelVariant v = wgmma_variant(mode, p.lhs_dtype, p.out_dtype, b_k, p.n >= 256 ? 256 : 128, d, gather);
     if (v.stages >= 2 && mode == 1 && !gather && swapped_operands_pay(p))
       return swapped(v, d, compiled_table_for(p.num_groups + p.computed_groups));
+    if (gathered_pair_fits(v, p.n)) return in_gathered_pairs(v);
     if (v.stages >= 2) return v;
   }
   // Only the wgmma family reads A through a row index; elsewhere the caller gathers first.
@@ -510,6 +527,12 @@ Result<KernelVariant> override_variant(const KernelVariant& v, const VariantSpec
   const bool asks_plain_tile = (spec.cluster && *spec.cluster > 1) || (spec.split_tail && *spec.split_tail) ||
                                (spec.tma_store && *spec.tma_store) || (spec.bn && *spec.bn != 256);
   if (out.swap_ab && asks_plain_tile && !(spec.swap_ab && *spec.swap_ab)) out = unswapped(out, d, groups);
+  // Likewise a gathered pair the planner chose, given keys that run a tile on one CTA.
+  const bool asks_one_cta = (spec.split_tail && *spec.split_tail) || (spec.tma_store && *spec.tma_store);
+  if (out.gather_a && out.cluster > 1 && asks_one_cta && !(spec.cluster && *spec.cluster > 1)) {
+    out.cluster = 1;
+    out.cluster_along_n = false;
+  }
   // the TMA-store epilogue, for 16-bit outputs: the weight gradient's, and the forward's plain
   // epilogue with outputs of the input type (the SwiGLU and table-row epilogues have their own;
   // CI compiles no mixed types there); elsewhere the key is ignored
@@ -527,8 +550,14 @@ Result<KernelVariant> override_variant(const KernelVariant& v, const VariantSpec
     out.stages = ring_stages(out, d, groups);
   }
   if (spec.stages && out.family != KernelFamily::kSimt) out.stages = *spec.stages;
-  // gathered rows are cp.async loads, one CTA per tile: pairs do not apply there
-  if (spec.cluster && out.family == KernelFamily::kWgmma && !out.gather_a) {
+  // gathered rows pair only along n (each CTA gathers half of the rows and sends it to the other):
+  // cluster=1 and 2n apply there, 2 and 4 leave the variant as it is
+  if (spec.cluster && out.family == KernelFamily::kWgmma && out.gather_a) {
+    if (*spec.cluster == 1 || spec.cluster_along_n) {
+      out.cluster = *spec.cluster;
+      out.cluster_along_n = spec.cluster_along_n;
+    }
+  } else if (spec.cluster && out.family == KernelFamily::kWgmma) {
     const bool along_n = *spec.cluster == 2 && spec.cluster_along_n;
     if (*spec.cluster > 1 && !along_n && out.bn % 128 != 0)
       return invalid_argument("RAGDOT_CUDA_VARIANT: cluster=" + std::to_string(*spec.cluster) +
@@ -568,6 +597,9 @@ Result<KernelVariant> override_variant(const KernelVariant& v, const VariantSpec
                       out.scatter_out || out.tma_store))
     return invalid_argument("RAGDOT_CUDA_VARIANT: " + out.name() +
                             ": swapped operands take 256-column tiles on one CTA, whole, with the plain epilogue");
+  if (out.gather_a && out.cluster > 1 && out.stages < 3)
+    return invalid_argument("RAGDOT_CUDA_VARIANT: " + out.name() +
+                            ": gathered rows in pairs send each stage's rows one stage late and need three stages");
   // weight-gradient strips: the Hopper family's mode 2, one CTA per unit, the register epilogue;
   // elsewhere the key is ignored
   if (spec.strips && out.family == KernelFamily::kWgmma && out.mode == 2) {
@@ -647,7 +679,12 @@ std::vector<KernelVariant> all_variants(const DeviceTraits& d) {
         for (DType o : floats)
           for (int bn : {128, 256}) {
             for (bool b_k : {true, false})
-              for (bool gather : {false, true}) out.push_back(wgmma_variant(1, in, o, b_k, bn, d, gather));
+              for (bool gather : {false, true}) {
+                const KernelVariant v = wgmma_variant(1, in, o, b_k, bn, d, gather);
+                out.push_back(v);
+                // gathered rows in CTA pairs along n, as choose_variant picks them (any n > 256)
+                if (gathered_pair_fits(v, 512)) out.push_back(in_gathered_pairs(v));
+              }
             out.push_back(wgmma_variant(2, in, o, false, bn, d));
             // the TMA-store epilogue (RAGDOT_CUDA_VARIANT=epilogue=tma): the weight gradient's,
             // and the forward's (outputs of the input type) with both weight layouts and gathered
@@ -671,6 +708,7 @@ std::vector<KernelVariant> all_variants(const DeviceTraits& d) {
                 KernelVariant v = wgmma_variant(1, in, o, false, bn, d, gather);
                 v.swiglu = true;
                 out.push_back(v);
+                if (gathered_pair_fits(v, 512)) out.push_back(in_gathered_pairs(v));
                 if (!gather) {  // and in CTA pairs along m, which split the tile's gate and up boxes
                   v.cluster = 2;
                   out.push_back(v);

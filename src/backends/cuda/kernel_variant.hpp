@@ -71,9 +71,9 @@ Result<KernelVariant> choose_variant(const core::GroupGemmProblem& p, const Devi
 
 // A tuning override ("bn=128,stages=6"; RAGDOT_CUDA_VARIANT), parsed once: `bn` (wgmma family:
 // 64, 128, 192 or 256; the stage count is refitted), `stages` (mma and wgmma families: 2 to 8, as
-// far as shared memory allows; applied after bn), `cluster` (wgmma family without gathered rows:
-// 1; 2 for CTA pairs along m sharing B, which needs bn 128 or 256; 2n along n sharing A; 4 for
-// 2 x 2 clusters sharing both), `epilogue` (tma: the wgmma weight gradient with 16-bit outputs
+// far as shared memory allows; applied after bn), `cluster` (wgmma family: 1; 2 for CTA pairs
+// along m sharing B, which needs bn 128 or 256; 2n along n sharing A; 4 for 2 x 2 clusters sharing
+// both; gathered rows take 1 or 2n only, 2n being the planner's choice where n > 256), `epilogue` (tma: the wgmma weight gradient with 16-bit outputs
 // stores through shared memory and TMA; direct: from registers), `small_groups` (mma or wgmma,
 // the default: the family of decode-sized groups, for choose_variant) and `raster` (KiB of L2 for
 // a block of a group's rows, kernels/ragdot/raster.h; 0, the default, is the plain order; for the

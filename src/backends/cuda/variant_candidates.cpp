@@ -31,6 +31,8 @@ std::vector<Candidate> candidate_variants(const core::GroupGemmProblem& p, const
     if (chosen.swap_ab) specs.push_back("swap=off");
     else if (plain && p.m / groups <= kSwapRowsPerGroup) specs.push_back("swap=ab");
     specs.push_back("split=tail");
+    // gathered rows: the other of one CTA per tile and CTA pairs along n
+    if (chosen.gather_a) specs.push_back(chosen.cluster > 1 ? "cluster=1" : "cluster=2n");
     // (not the TMA-store epilogue: on an H200 it lost to the register stores on every benchmark
     // case, by 2 to 17%, bench/RESULTS.md 2026-12-06)
   } else if (chosen.mode == 2) {
