@@ -137,14 +137,18 @@ Status mark(StepMarks* marks, CUstream stream, const char* name) {
 
 // Whether the routed up projection tries to read x through the sort's index (the cuda backend
 // may still refuse: not Hopper, ...). Never for Llama-4, whose routed rows are scaled. kAuto:
-// where it measured faster on an H100 (2026-12-06, bench/RESULTS.md): up projections of more than
-// 256 columns (the Hopper kernel's CTA pairs, each gathering half of the rows) and at most 4096,
-// where the gather kernel's write of the rows is 5-14% of the projection's time (deepseek-v3,
-// qwen3-30b-a3b); at mixtral-8x7b's 28672 columns it is about 1%, less than gathering in the
-// kernel costs.
-bool gathers_in_up_gemm(Fusion asked, const MoeConfig& c) {
+// where it measured faster on an H100 (2026-12-06, bench/RESULTS.md):
+//  - up projections of more than 256 columns (the Hopper kernel's CTA pairs, each gathering half
+//    of the rows) and at most 4096, where the gather kernel's write of the rows is 5-14% of the
+//    projection's time (deepseek-v3, qwen3-30b-a3b); at mixtral-8x7b's 28672 columns it is about
+//    1%, less than gathering in the kernel costs;
+//  - x of at most 64 MiB, about what L2 holds: the pair tiles of one row block read each token's
+//    row again from x (deepseek-v3 at 8192 tokens, 112 MiB of x, lost 1%; at 4096, 56 MiB, won 2%).
+bool gathers_in_up_gemm(Fusion asked, const MoeConfig& c, std::int64_t tokens) {
   if (c.router == RouterKind::kLlama4 || asked == Fusion::kOff) return false;
-  return asked == Fusion::kOn || (2 * c.ffn > 256 && 2 * c.ffn <= 4096);
+  if (asked == Fusion::kOn) return true;
+  const std::int64_t x_bytes = tokens * c.hidden * 2;  // bf16 activations
+  return 2 * c.ffn > 256 && 2 * c.ffn <= 4096 && x_bytes <= (std::int64_t(64) << 20);
 }
 
 double median(std::vector<double> v) {
@@ -530,7 +534,7 @@ Result<DeviceMoeLayer> DeviceMoeLayer::create(const MoeConfig& c, std::int64_t t
         s->swiglu_up.emplace(std::move(*p));
       }
     };
-    if (routed_up && gathers_in_up_gemm(o.gather_in_up_gemm, c)) {
+    if (routed_up && gathers_in_up_gemm(o.gather_in_up_gemm, c, tokens)) {
       PlanOptions gathering = routed;
       gathering.lhs_gather_rows = tokens;
       if (auto plan = make_plan(op, gathering); plan.ok()) {  // else (not Hopper, ...): gather, then plan below

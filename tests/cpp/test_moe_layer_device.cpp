@@ -332,19 +332,20 @@ void against_the_default_layer(std::initializer_list<const char*> presets, std::
 
 // DeviceMoeOptions::gather_in_up_gemm's default (Fusion::kAuto): on Hopper the layer reads x
 // through the index for up projections of 257 to 4096 columns (here qwen3-30b-a3b's and
-// deepseek-v3's at a quarter of their size, 384 and 1024) and gathers first for wider ones
-// (mixtral-8x7b's 7168) and for Llama-4's scaled rows; kOff and kOn override it.
+// deepseek-v3's at a quarter of their size, 384 and 1024) while x fits in 64 MiB, and gathers
+// first for wider ones (mixtral-8x7b's 7168), for a larger x and for Llama-4's scaled rows; kOff
+// and kOn override it.
 TEST(DeviceMoeLayer, DefaultFusesTheGatherWhereItPays) {
   REQUIRE_GPU();
   auto dev = cuda::device(0);
   ASSERT_TRUE(dev.ok());
   if ((*dev)->traits.cc_major != 9) GTEST_SKIP() << "the gathering kernel is the Hopper family's";
-  auto plans = [](const char* preset, moe::Fusion gather) {
+  auto plans = [](const char* preset, moe::Fusion gather, std::int64_t tokens = 512) {
     auto config = moe::preset_config(preset, 4);
     EXPECT_TRUE(config.ok()) << config.status().to_string();
     moe::DeviceMoeOptions options;
     options.gather_in_up_gemm = gather;
-    auto layer = moe::DeviceMoeLayer::create(*config, 512, options);
+    auto layer = moe::DeviceMoeLayer::create(*config, tokens, options);
     EXPECT_TRUE(layer.ok()) << layer.status().to_string();
     return layer.ok() ? layer->describe() : std::string();
   };
@@ -352,6 +353,9 @@ TEST(DeviceMoeLayer, DefaultFusesTheGatherWhereItPays) {
     EXPECT_NE(plans(preset, moe::Fusion::kAuto).find("gatherA cluster2n"), std::string::npos) << preset;
     EXPECT_EQ(plans(preset, moe::Fusion::kOff).find("gatherA"), std::string::npos) << preset;
   }
+  // qwen3-30b-a3b's x at a quarter size: 1 KiB a token, so 64 MiB at 65536 tokens
+  EXPECT_NE(plans("qwen3-30b-a3b", moe::Fusion::kAuto, 65536).find("gatherA"), std::string::npos);
+  EXPECT_EQ(plans("qwen3-30b-a3b", moe::Fusion::kAuto, 65544).find("gatherA"), std::string::npos);
   EXPECT_EQ(plans("mixtral-8x7b", moe::Fusion::kAuto).find("gatherA"), std::string::npos);
   EXPECT_NE(plans("mixtral-8x7b", moe::Fusion::kOn).find("gatherA"), std::string::npos);
   EXPECT_EQ(plans("llama4-scout", moe::Fusion::kAuto).find("gatherA"), std::string::npos);

@@ -56,7 +56,7 @@ CommandHelp layer_help() {
       {"warmup", "N", "GPU: untimed passes first (default 2)"},
       {"json", "FILE", "GPU: write the report as JSON"},
       {"no-baseline", "", "do not run the padded baselines"},
-      {"fused-gather", "", "GPU: the up projection reads x through the sort's index instead of after\nthe gather kernel, wherever the cuda backend can (DeviceMoeOptions::gather_in_up_gemm;\nby default only where that measured faster: up projections of 257 to 4096 columns)"},
+      {"fused-gather", "", "GPU: the up projection reads x through the sort's index instead of after\nthe gather kernel, wherever the cuda backend can (DeviceMoeOptions::gather_in_up_gemm;\nby default only where that measured faster: up projections of 257 to 4096 columns,\nx of at most 64 MiB)"},
       {"no-fused-gather", "", "GPU: the gather kernel first, everywhere"},
       {"fused-swiglu", "", "GPU: the up projection applies SwiGLU in its epilogue instead of a SwiGLU\nkernel after it (where the cuda backend can; DeviceMoeOptions::swiglu_in_up_gemm)"},
       {"fused-combine", "", "GPU: the down projection adds its weighted rows into the tokens' outputs\ninstead of the combine kernel reading them back (where the cuda backend can;\nDeviceMoeOptions::combine_in_down_gemm)"},
