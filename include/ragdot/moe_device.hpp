@@ -97,9 +97,10 @@ struct DeviceMoeOptions {
   // backward() needs the expert rows: it runs the down projection again first (one more ragged
   // dot), so this is for inference, where forward runs alone. On an H200 (2026-12-05) it hung at
   // qwen3-30b-a3b's full size: an idle consumer warpgroup of the Hopper kernel let its warps drift
-  // apart, and the scatter epilogue's long tail made one fall a ring behind. That is fixed, but
-  // the fix has not yet run on a GPU: until it has, treat this option as untested at full size
-  // (bench/RESULTS.md).
+  // apart, and the scatter epilogue's long tail made one fall a ring behind. That is fixed
+  // (03b0c37): the kernel's test at the layer's size passed on an H100 and the whole layer ran
+  // with it at 4096 and 8192 tokens on an H200 (2026-12-06, bench/RESULTS.md). It is off by
+  // default because it made that forward 4-5% slower.
   bool combine_in_down_gemm = false;
   // Expert parallelism (ragdot/ep_transport.hpp): this process's rank of a communicator whose GPU
   // is `device`, one process per GPU. The routed experts are split evenly over the ranks, rank r

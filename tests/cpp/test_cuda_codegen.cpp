@@ -628,6 +628,17 @@ TEST(CudaCodegen, PlannerSwapsOperandsForAboutOneTileOfRowsPerGroup) {
     EXPECT_EQ(o->bm, 128) << spec;
     EXPECT_NE(std::find(all.begin(), all.end(), *o), all.end()) << spec << ": " << o->name() << " is not compiled in CI";
   }
+  // (and the same keys on the planner's swapped tiles of both 16-bit types and weight layouts)
+  for (DType t : {DType::kBF16, DType::kF16})
+    for (bool nk : {false, true}) {
+      const KernelVariant s = chosen(mode1_problem(32768, 7168, 4096, 256, t, nk));
+      ASSERT_TRUE(s.swap_ab) << s.name();
+      for (const char* spec : {"swap=off", "split=tail", "cluster=2", "cluster=2n", "epilogue=tma", "bn=128"}) {
+        const auto o = override_variant(s, spec, hopper, table);
+        ASSERT_TRUE(o.ok()) << spec << ": " << o.status().to_string();
+        EXPECT_NE(std::find(all.begin(), all.end(), *o), all.end()) << spec << ": " << o->name() << " is not compiled in CI";
+      }
+    }
   EXPECT_TRUE(override_variant(v, "split=tail", hopper, table)->split_tail);
   EXPECT_EQ(override_variant(v, "cluster=2", hopper, table)->cluster, 2);
   EXPECT_TRUE(override_variant(v, "epilogue=tma", hopper, table)->tma_store);

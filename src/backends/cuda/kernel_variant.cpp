@@ -766,10 +766,11 @@ std::vector<KernelVariant> all_variants(const DeviceTraits& d) {
     if (is_hopper(d)) {
       // the last wave split along k (RAGDOT_CUDA_VARIANT=split=tail), in every mode 1 form: both
       // weight layouts, gathered rows, the SwiGLU and table-row epilogues, f32 outputs, f16 inputs
-      // (the partial sums are the same code for every dtype); and at the narrower tile
-      for (int form = 0; form < 7; ++form) {
-        const DType in = form == 6 ? DType::kF16 : DType::kBF16, o = form == 5 ? DType::kF32 : in;
-        KernelVariant v = wgmma_variant(1, in, o, form == 1, 256, d, form == 2);
+      // with both weight layouts (the partial sums are the same code for every dtype; an f16 op
+      // the planner swaps, given split=tail, takes its plain tile); and at the narrower tile
+      for (int form = 0; form < 8; ++form) {
+        const DType in = form >= 6 ? DType::kF16 : DType::kBF16, o = form == 5 ? DType::kF32 : in;
+        KernelVariant v = wgmma_variant(1, in, o, form == 1 || form == 7, 256, d, form == 2);
         v.swiglu = form == 3;
         v.scatter_out = form == 4;
         v.split_tail = true;
