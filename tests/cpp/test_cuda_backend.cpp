@@ -260,9 +260,9 @@ TEST(CudaBackend, HopperFamilyLayoutsPatternsAndOffset) {
 // half of the rows and sending it to the other, where n > 256 and the outputs are 16-bit; one CTA
 // per tile otherwise) or one CTA per tile everywhere ("cluster=1"). The shapes give a pair tile
 // with columns for both CTAs, n = 8 past a pair tile (the second tile's rank 1 has no columns),
-// n within one tile, and groups of 40 rows (the upper half of most tiles is rows past the group).
-// `small`: two shapes and two patterns (for compute-sanitizer). Elsewhere the cuda backend must
-// say it does not gather.
+// n within one tile, and groups of 40 rows (the upper half of most tiles is rows past the group);
+// then the SwiGLU epilogue on gathered rows. `small`: two shapes and two patterns (for
+// compute-sanitizer). Elsewhere the cuda backend must say it does not gather.
 void check_gathered_rows(const char* spec, bool small) {
   ScopedVariant variant(spec);
   const bool hopper = device_is_hopper();
@@ -301,6 +301,29 @@ void check_gathered_rows(const char* spec, bool small) {
             expected_pairs += should_pair;
             if (hopper) EXPECT_EQ(pairs, should_pair) << c.description << ": " << plan;
           }
+        }
+      }
+    }
+  }
+  // and with the SwiGLU epilogue (the MoE layer's up projection fusing both), which pairs too
+  // where its [gate | up] width n > 256: halves of 256 and of 520 columns (gate boxes past ffn)
+  if (!small) {
+    for (DType dt : {DType::kBF16, DType::kF16}) {
+      for (const Shape& sh : {Shape{600, 128, 2 * 256, 4}, Shape{300, 64, 2 * 520, 3}}) {
+        for (GroupPattern pat : kPatterns) {
+          verify::Case c = mode1_case(sh, verify::make_group_sizes(pat, sh.g, sh.m, rng), dt, dt, false);
+          c.swiglu = true;
+          c.lhs_table_rows = sh.m / 2 + 7;
+          for (std::int64_t i = 0; i < sh.m; ++i)
+            c.lhs_rows.push_back(std::int32_t(rng.next() % std::uint64_t(c.lhs_table_rows + 2)));  // some past the table
+          c.description += std::string(" swiglu gathered ") + verify::group_pattern_name(pat) + " " + spec;
+          ++cases;
+          const std::string plan = expect_cuda_pass(c, seed++, /*allow_unsupported=*/!hopper, /*repeats=*/3);
+          gathered_plans += plan.find("gatherA") != std::string::npos && plan.find("swiglu") != std::string::npos;
+          const bool pairs = plan.find("cluster2n") != std::string::npos;
+          pair_plans += pairs;
+          expected_pairs += !one_cta;
+          if (hopper) EXPECT_EQ(pairs, !one_cta) << c.description << ": " << plan;
         }
       }
     }
