@@ -76,8 +76,8 @@ struct DeviceMoeOptions {
   // rows in forward (backward still makes it, for the weight gradient). The Hopper kernel runs
   // such tiles in CTA pairs, each gathering half of the rows. kAuto, the default, fuses where that
   // measured faster: up projections 2F of more than 256 and at most 4096 columns, where the
-  // gather kernel's bytes are a large part of the projection, and x of at most 64 MiB, which L2
-  // about holds (on an H100: qwen3-30b-a3b's forward 1.04-1.07x at 4096 and 8192 tokens,
+  // gather kernel's bytes are a large part of the projection, and x of at most 64 MiB, where the
+  // measurements turned as x outgrew L2 (on an H100: qwen3-30b-a3b's forward 1.04-1.07x at 4096 and 8192 tokens,
   // deepseek-v3's 1.02-1.03x at 4096; forward + backward within 1%, since backward gathers the
   // rows then); not mixtral-8x7b's 28672 columns (0.93x), nor deepseek-v3 at 8192 tokens (112 MiB
   // of x: 0.99x). bench/RESULTS.md has the numbers.

@@ -142,8 +142,9 @@ Status mark(StepMarks* marks, CUstream stream, const char* name) {
 //    of the rows) and at most 4096, where the gather kernel's write of the rows is 5-14% of the
 //    projection's time (deepseek-v3, qwen3-30b-a3b); at mixtral-8x7b's 28672 columns it is about
 //    1%, less than gathering in the kernel costs;
-//  - x of at most 64 MiB, about what L2 holds: the pair tiles of one row block read each token's
-//    row again from x (deepseek-v3 at 8192 tokens, 112 MiB of x, lost 1%; at 4096, 56 MiB, won 2%).
+//  - x of at most 64 MiB: the pair tiles of one row block read each token's row again from x,
+//    which pays while x stays mostly in L2 (50 MB on an H100); the bound is where the measurements
+//    turned (deepseek-v3 at 8192 tokens, 112 MiB of x, lost 1%; at 4096, 56 MiB, won 2%).
 bool gathers_in_up_gemm(Fusion asked, const MoeConfig& c, std::int64_t tokens) {
   if (c.router == RouterKind::kLlama4 || asked == Fusion::kOff) return false;
   if (asked == Fusion::kOn) return true;

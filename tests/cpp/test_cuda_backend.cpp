@@ -260,7 +260,8 @@ TEST(CudaBackend, HopperFamilyLayoutsPatternsAndOffset) {
 // half of the rows and sending it to the other, where n > 256 and the outputs are 16-bit; one CTA
 // per tile otherwise) or one CTA per tile everywhere ("cluster=1"). The shapes give a pair tile
 // with columns for both CTAs, n = 8 past a pair tile (the second tile's rank 1 has no columns),
-// n within one tile, and groups of 40 rows (the upper half of most tiles is rows past the group);
+// n within one tile, groups of 40 rows (the upper half of most tiles is rows past the group), and
+// k = 1000 (16 k steps a tile: the ring wraps within a tile);
 // then the SwiGLU epilogue on gathered rows. `small`: two shapes and two patterns (for
 // compute-sanitizer). Elsewhere the cuda backend must say it does not gather.
 void check_gathered_rows(const char* spec, bool small) {
@@ -269,7 +270,7 @@ void check_gathered_rows(const char* spec, bool small) {
   const std::vector<Shape> shapes =
       small ? std::vector<Shape>{{300, 128, 520, 3}, {200, 64, 200, 2}}
             : std::vector<Shape>{{1000, 192, 320, 4}, {777, 136, 264, 3}, {600, 64, 1032, 3}, {300, 128, 520, 8},
-                                 {240, 72, 600, 6}, {200, 64, 200, 2}};
+                                 {240, 72, 600, 6}, {200, 64, 200, 2}, {300, 1000, 520, 3}};
   const std::vector<GroupPattern> patterns =
       small ? std::vector<GroupPattern>{GroupPattern::kRandom, GroupPattern::kPartialSum}
             : std::vector<GroupPattern>(std::begin(kPatterns), std::end(kPatterns));

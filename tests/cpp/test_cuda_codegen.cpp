@@ -458,7 +458,11 @@ TEST(CudaCodegen, VariantOverrideChangesTheTileOrSaysWhatIsWrong) {
   const auto gathered = std::find_if(variants.begin(), variants.end(), [](const KernelVariant& k) { return k.gather_a; });
   ASSERT_NE(gathered, variants.end());
   EXPECT_EQ(*override_variant(*gathered, "cluster=2", hopper), *gathered);  // gathered rows pair along n only
-  EXPECT_TRUE(override_variant(*gathered, "cluster=2n", hopper)->pairs_along_n());
+  {
+    const auto paired = override_variant(*gathered, "cluster=2n", hopper);
+    ASSERT_TRUE(paired.ok()) << paired.status().to_string();
+    EXPECT_TRUE(paired->pairs_along_n());
+  }
   EXPECT_EQ(*override_variant(*simt, "cluster=2", hopper), *simt);
   // split=tail: the wgmma family's mode 1 (gathered rows too), one CTA per tile; elsewhere ignored
   v = override_variant(*wgmma, "split=tail", hopper);
@@ -720,19 +724,33 @@ TEST(CudaCodegen, PlannerPairsGatheredRowsAlongN) {
   EXPECT_EQ(apply("cluster=2n"), v);
   EXPECT_EQ(apply("cluster=2"), v);  // gathered rows pair only along n
   EXPECT_EQ(apply("cluster=4"), v);
-  EXPECT_EQ(apply("cluster=2n"), apply("bn=256"));
   for (const char* spec : {"split=tail", "epilogue=tma"}) {
     const KernelVariant o = apply(spec);
     EXPECT_EQ(o.cluster, 1) << spec;
     EXPECT_NE(std::find(all.begin(), all.end(), o), all.end()) << spec << ": " << o.name() << " is not compiled in CI";
   }
   EXPECT_FALSE(override_variant(v, "cluster=2n,split=tail", hopper, table).ok());
-  EXPECT_FALSE(override_variant(v, "stages=2", hopper, table).ok()) << "a pair needs three stages";
+  EXPECT_EQ(apply("cluster=2,split=tail").cluster, 1);  // cluster=2 does not ask for the pair
+  EXPECT_FALSE(override_variant(v, "stages=2", hopper, table).ok()) << "pairs run with three stages or more";
+  EXPECT_EQ(apply("stages=2,cluster=1").stages, 2);
   EXPECT_EQ(apply("stages=3").stages, 3);
+  {
+    // the TMA-store epilogue does not apply to the SwiGLU epilogue: the pair stays
+    auto swiglu = problem(32768, 2048, 1536, 128, DType::kBF16);
+    swiglu.swiglu_epilogue = true;
+    swiglu.out_m = 768;
+    const KernelVariant s = chosen(swiglu);
+    const auto o = override_variant(s, "epilogue=tma", hopper, table);
+    ASSERT_TRUE(o.ok()) << o.status().to_string();
+    EXPECT_EQ(*o, s);
+  }
   // measured plans time the other form
   const auto candidates = candidate_variants(problem(32768, 2048, 1536, 128, DType::kBF16), hopper, v);
   EXPECT_TRUE(std::any_of(candidates.begin(), candidates.end(),
                           [](const Candidate& c) { return c.spec == "cluster=1" && c.variant.cluster == 1; }));
+  EXPECT_TRUE(std::any_of(candidates.begin(), candidates.end(), [](const Candidate& c) {
+    return c.variant.bn == 128 && c.variant.cluster == 1 && c.variant.gather_a;
+  })) << "the narrower gathered tile is not timed";
   const auto from_one = candidate_variants(problem(32768, 2048, 1536, 128, DType::kBF16), hopper, one);
   EXPECT_TRUE(std::any_of(from_one.begin(), from_one.end(),
                           [](const Candidate& c) { return c.spec == "cluster=2n" && c.variant.cluster == 2; }));

@@ -128,7 +128,7 @@ KernelVariant unswapped(KernelVariant v, const DeviceTraits& d, std::int64_t gro
 // of a pair gathers half of the tile's rows with cp.async and sends it to the other, so an SM's
 // cp.async copies, which alone fall behind the tensor cores, carry half the rows. Where n has
 // columns for both CTAs of a 256-wide pair tile, with 16-bit outputs of the input type (the MoE
-// layer's up projection; CI compiles those) and three stages or more.
+// layer's up projection; CI compiles those) and three stages or more (what the GPU tests have run).
 bool gathered_pair_fits(const KernelVariant& v, std::int64_t n) {
   return v.gather_a && v.mode == 1 && v.bn == 256 && n > 256 && v.out == v.lhs && v.out != DType::kF32 &&
          !v.scatter_out && !v.split_tail && !v.tma_store && v.stages >= 3;
@@ -527,9 +527,12 @@ Result<KernelVariant> override_variant(const KernelVariant& v, const VariantSpec
   const bool asks_plain_tile = (spec.cluster && *spec.cluster > 1) || (spec.split_tail && *spec.split_tail) ||
                                (spec.tma_store && *spec.tma_store) || (spec.bn && *spec.bn != 256);
   if (out.swap_ab && asks_plain_tile && !(spec.swap_ab && *spec.swap_ab)) out = unswapped(out, d, groups);
-  // Likewise a gathered pair the planner chose, given keys that run a tile on one CTA.
-  const bool asks_one_cta = (spec.split_tail && *spec.split_tail) || (spec.tma_store && *spec.tma_store);
-  if (out.gather_a && out.cluster > 1 && asks_one_cta && !(spec.cluster && *spec.cluster > 1)) {
+  // Likewise a gathered pair the planner chose, given keys that run a tile on one CTA and apply to
+  // it (the TMA-store epilogue only to the plain one); cluster=2 and 4 do not ask for the pair.
+  const bool tma_store_applies = !out.swiglu && !out.scatter_out && out.out == out.lhs && out.out != DType::kF32;
+  const bool asks_one_cta =
+      (spec.split_tail && *spec.split_tail) || (spec.tma_store && *spec.tma_store && tma_store_applies);
+  if (out.gather_a && out.cluster > 1 && asks_one_cta && !(spec.cluster && spec.cluster_along_n)) {
     out.cluster = 1;
     out.cluster_along_n = false;
   }
@@ -599,7 +602,7 @@ Result<KernelVariant> override_variant(const KernelVariant& v, const VariantSpec
                             ": swapped operands take 256-column tiles on one CTA, whole, with the plain epilogue");
   if (out.gather_a && out.cluster > 1 && out.stages < 3)
     return invalid_argument("RAGDOT_CUDA_VARIANT: " + out.name() +
-                            ": gathered rows in pairs send each stage's rows one stage late and need three stages");
+                            ": gathered rows in pairs run with three stages or more (cluster=1 for fewer)");
   // weight-gradient strips: the Hopper family's mode 2, one CTA per unit, the register epilogue;
   // elsewhere the key is ignored
   if (spec.strips && out.family == KernelFamily::kWgmma && out.mode == 2) {
