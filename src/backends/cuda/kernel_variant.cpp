@@ -126,12 +126,18 @@ KernelVariant unswapped(KernelVariant v, const DeviceTraits& d, std::int64_t gro
 
 // Gathered rows in CTA pairs along n (kernels/ragdot/wgmma.cuh, produce_gathered_pair): each CTA
 // of a pair gathers half of the tile's rows with cp.async and sends it to the other, so an SM's
-// cp.async copies, which alone fall behind the tensor cores, carry half the rows. Where n has
-// columns for both CTAs of a 256-wide pair tile, with 16-bit outputs of the input type (the MoE
-// layer's up projection; CI compiles those) and three stages or more (what the GPU tests have run).
-bool gathered_pair_fits(const KernelVariant& v, std::int64_t n) {
-  return v.gather_a && v.mode == 1 && v.bn == 256 && n > 256 && v.out == v.lhs && v.out != DType::kF32 &&
-         !v.scatter_out && !v.split_tail && !v.tma_store && v.stages >= 3;
+// cp.async copies, which alone fall behind the tensor cores, carry half the rows. For 256-wide
+// tiles with 16-bit outputs of the input type (the MoE layer's up projection; CI compiles those)
+// and three stages or more (what the GPU tests have run); the planner pairs them where n has
+// columns for both CTAs (n > bn).
+bool pairs_gathered_rows(const KernelVariant& v) {
+  return v.gather_a && v.mode == 1 && v.bn == 256 && v.out == v.lhs && v.out != DType::kF32 && !v.scatter_out &&
+         !v.split_tail && !v.tma_store && v.stages >= 3;
+}
+// The forward's TMA-store epilogue applies to the plain epilogue with 16-bit outputs of the input
+// type (the SwiGLU and table-row epilogues have their own; CI compiles no mixed types there).
+bool forward_tma_store_applies(const KernelVariant& v) {
+  return v.mode == 1 && !v.swiglu && !v.scatter_out && v.out == v.lhs && v.out != DType::kF32;
 }
 KernelVariant in_gathered_pairs(KernelVariant v) {
   v.cluster = 2;
@@ -423,7 +429,7 @@ Result<KernelVariant> choose_variant(const core::GroupGemmProblem& p, const Devi
                          "rhs [G, K, N], N / 2 a multiple of 8)");
     KernelVariant v = wgmma_variant(mode, p.lhs_dtype, p.out_dtype, b_k, p.n >= 256 ? 256 : 128, d, gather);
     v.swiglu = true;
-    if (gathered_pair_fits(v, p.n)) return in_gathered_pairs(v);
+    if (p.n > v.bn && pairs_gathered_rows(v)) return in_gathered_pairs(v);
     if (v.stages >= 2) return v;
     return unsupported("the SwiGLU epilogue's tile does not fit in shared memory");
   }
@@ -431,7 +437,7 @@ Result<KernelVariant> choose_variant(const core::GroupGemmProblem& p, const Devi
     KernelVariant v = wgmma_variant(mode, p.lhs_dtype, p.out_dtype, b_k, p.n >= 256 ? 256 : 128, d, gather);
     if (v.stages >= 2 && mode == 1 && !gather && swapped_operands_pay(p))
       return swapped(v, d, compiled_table_for(p.num_groups + p.computed_groups));
-    if (gathered_pair_fits(v, p.n)) return in_gathered_pairs(v);
+    if (p.n > v.bn && pairs_gathered_rows(v)) return in_gathered_pairs(v);
     if (v.stages >= 2) return v;
   }
   // Only the wgmma family reads A through a row index; elsewhere the caller gathers first.
@@ -529,18 +535,16 @@ Result<KernelVariant> override_variant(const KernelVariant& v, const VariantSpec
   if (out.swap_ab && asks_plain_tile && !(spec.swap_ab && *spec.swap_ab)) out = unswapped(out, d, groups);
   // Likewise a gathered pair the planner chose, given keys that run a tile on one CTA and apply to
   // it (the TMA-store epilogue only to the plain one); cluster=2 and 4 do not ask for the pair.
-  const bool tma_store_applies = !out.swiglu && !out.scatter_out && out.out == out.lhs && out.out != DType::kF32;
   const bool asks_one_cta =
-      (spec.split_tail && *spec.split_tail) || (spec.tma_store && *spec.tma_store && tma_store_applies);
+      (spec.split_tail && *spec.split_tail) || (spec.tma_store && *spec.tma_store && forward_tma_store_applies(out));
   if (out.gather_a && out.cluster > 1 && asks_one_cta && !(spec.cluster && spec.cluster_along_n)) {
     out.cluster = 1;
     out.cluster_along_n = false;
   }
-  // the TMA-store epilogue, for 16-bit outputs: the weight gradient's, and the forward's plain
-  // epilogue with outputs of the input type (the SwiGLU and table-row epilogues have their own;
-  // CI compiles no mixed types there); elsewhere the key is ignored
+  // the TMA-store epilogue, for 16-bit outputs: the weight gradient's and the forward's plain
+  // epilogue (forward_tma_store_applies); elsewhere the key is ignored
   if (spec.tma_store && out.family == KernelFamily::kWgmma && out.out != DType::kF32 &&
-      (out.mode == 2 || (out.mode == 1 && !out.swiglu && !out.scatter_out && out.out == out.lhs))) {
+      (out.mode == 2 || forward_tma_store_applies(out))) {
     out.tma_store = *spec.tma_store;
     out.stages = ring_stages(out, d, groups);
   }
@@ -685,8 +689,8 @@ std::vector<KernelVariant> all_variants(const DeviceTraits& d) {
               for (bool gather : {false, true}) {
                 const KernelVariant v = wgmma_variant(1, in, o, b_k, bn, d, gather);
                 out.push_back(v);
-                // gathered rows in CTA pairs along n, as choose_variant picks them (any n > 256)
-                if (gathered_pair_fits(v, 512)) out.push_back(in_gathered_pairs(v));
+                // gathered rows in CTA pairs along n, as choose_variant picks them
+                if (pairs_gathered_rows(v)) out.push_back(in_gathered_pairs(v));
               }
             out.push_back(wgmma_variant(2, in, o, false, bn, d));
             // the TMA-store epilogue (RAGDOT_CUDA_VARIANT=epilogue=tma): the weight gradient's,
@@ -711,7 +715,7 @@ std::vector<KernelVariant> all_variants(const DeviceTraits& d) {
                 KernelVariant v = wgmma_variant(1, in, o, false, bn, d, gather);
                 v.swiglu = true;
                 out.push_back(v);
-                if (gathered_pair_fits(v, 512)) out.push_back(in_gathered_pairs(v));
+                if (pairs_gathered_rows(v)) out.push_back(in_gathered_pairs(v));
                 if (!gather) {  // and in CTA pairs along m, which split the tile's gate and up boxes
                   v.cluster = 2;
                   out.push_back(v);
