@@ -82,6 +82,16 @@ struct DeviceMoeOptions {
   // rows then); not mixtral-8x7b's 28672 columns (0.93x), nor deepseek-v3 at 8192 tokens (112 MiB
   // of x: 0.99x). bench/RESULTS.md has the numbers.
   Fusion gather_in_up_gemm = Fusion::kAuto;
+  // Backward: the routed down projection's data gradient reads dy straight through the sort's
+  // token index (PlanOptions::lhs_gather_rows), before the combine weights, where the cuda backend
+  // can (Hopper; not Llama-4, whose combine weight is 1). The activation's backward then applies
+  // each row's combine weight and makes the weight's gradient as act . (dy W_down^T), which equals
+  // dy . out: the combine's backward no longer reads the [T k, H] expert rows, and with
+  // combine_in_down_gemm backward no longer runs the down projection again to make them. The
+  // weight-scaled rows of dy are still written when the down weights' gradient is wanted. kAuto
+  // uses it for ffn widths of 257 to 4096 columns and dy of at most 64 MiB, the rule the up
+  // projection's gather follows.
+  Fusion gather_in_down_data_grad = Fusion::kAuto;
   // The routed up projection applies SwiGLU in its epilogue (PlanOptions::swiglu_epilogue) where
   // the cuda backend can (Hopper, not with expert parallelism; SwiGLU layers only: create refuses
   // it for a GeGLU layer): forward writes the activations [T k, F] directly, not the [T k, 2F]

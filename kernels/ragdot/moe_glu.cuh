@@ -7,6 +7,10 @@
 //
 //   ragdot_moe_glu            grid-stride over rows x ffn, block 256
 //   ragdot_moe_glu_backward   the same
+//   ragdot_moe_glu_backward_weighted  one warp per sorted row (grid-stride, block 256): the same
+//                       backward from the row's gradient before its combine weight, times that
+//                       weight, and the weight's own gradient (act . gradient, a sum over the row),
+//                       so that the combine's backward need not read the expert outputs back
 #pragma once
 
 #include "ragdot/common.cuh"
@@ -141,6 +145,59 @@ __device__ __forceinline__ void moe_glu_backward(const RagdotMoeGluParams& p) {
   }
 }
 
+// The weighted backward of sorted row r, whose pair is `pair`, by one warp: d_act = w g for the
+// row's combine weight w and its unweighted gradient g (p.d_act), and dots[pair] = act . g with act
+// rounded to T as the forward stored it (the combine weight's gradient dy . out, since
+// out = act W_down and g = dy W_down^T).
+template <class T, class A>
+__device__ __forceinline__ void moe_glu_backward_weighted_row(const RagdotMoeGluParams& p, long long r, int pair) {
+  typedef typename Storage<T>::type S;
+  const int lane = threadIdx.x & 31;
+  const S* up = (const S*)p.up + r * 2 * p.ffn;
+  const S* g_row = (const S*)p.d_act + r * p.ffn;
+  S* d_up = (S*)p.d_up + r * 2 * p.ffn;
+  const float w = pair >= 0 ? p.weights[pair] : 0.0f;
+  float dot = 0.0f;
+  if (moe_rows_vectorizable(p.ffn, p.up, p.d_act, p.d_up)) {
+    for (long long c = 8 * (long long)lane; c < p.ffn; c += 8 * 32) {
+      float g[8], u[8], da[8];
+      moe_load8(up + c, g);
+      moe_load8(up + p.ffn + c, u);
+      moe_load8(g_row + c, da);
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        float value, slope;
+        A::value_and_slope(g[j], value, slope);
+        dot += to_float(from_float(value * u[j], T()), T()) * da[j];
+        const float d = w * da[j];
+        g[j] = d * u[j] * slope;
+        u[j] = d * value;
+      }
+      moe_store8(d_up + c, g);
+      moe_store8(d_up + p.ffn + c, u);
+    }
+  } else {
+    for (long long c = lane; c < p.ffn; c += 32) {
+      const float gate = to_float(up[c], T()), u = to_float(up[p.ffn + c], T()), da = to_float(g_row[c], T());
+      float value, slope;
+      A::value_and_slope(gate, value, slope);
+      dot += to_float(from_float(value * u, T()), T()) * da;
+      const float d = w * da;
+      d_up[c] = from_float(d * u * slope, T());
+      d_up[p.ffn + c] = from_float(d * value, T());
+    }
+  }
+#pragma unroll
+  for (int d = 16; d > 0; d >>= 1) dot += __shfl_xor_sync(0xffffffffu, dot, d);
+  if (lane == 0 && pair >= 0) p.dots[pair] = dot;
+}
+
+template <class T, class A>
+__device__ __forceinline__ void moe_glu_backward_weighted(const RagdotMoeGluParams& p) {
+  moe_for_each_row_of_warp(p.pair_of, p.rows,
+                           [&](long long r, int pair) { moe_glu_backward_weighted_row<T, A>(p, r, pair); });
+}
+
 template <bool kBackward, class T, class A>
 __device__ __forceinline__ void moe_glu_run(const RagdotMoeGluParams& p) {
   if constexpr (kBackward) {
@@ -175,4 +232,16 @@ extern "C" __global__ void __launch_bounds__(256) ragdot_moe_glu(const RagdotMoe
 
 extern "C" __global__ void __launch_bounds__(256) ragdot_moe_glu_backward(const RagdotMoeGluParams p) {
   ragdot::moe_glu_dispatch<true>(p);
+}
+
+extern "C" __global__ void __launch_bounds__(256) ragdot_moe_glu_backward_weighted(const RagdotMoeGluParams p) {
+  using namespace ragdot;
+  const bool bf16 = p.elem_bytes == 2;
+  if (p.activation == RAGDOT_MOE_GLU_SILU) {
+    bf16 ? moe_glu_backward_weighted<BF16, GluSilu>(p) : moe_glu_backward_weighted<F32, GluSilu>(p);
+  } else if (p.activation == RAGDOT_MOE_GLU_GELU) {
+    bf16 ? moe_glu_backward_weighted<BF16, GluGelu>(p) : moe_glu_backward_weighted<F32, GluGelu>(p);
+  } else if (p.activation == RAGDOT_MOE_GLU_GELU_TANH) {
+    bf16 ? moe_glu_backward_weighted<BF16, GluGeluTanh>(p) : moe_glu_backward_weighted<F32, GluGeluTanh>(p);
+  }
 }

@@ -42,6 +42,9 @@ typedef struct RagdotMoeRowsParams {
   const void* addend;      /* combine: [tokens, hidden] added to every token's sum, or null */
   const float* acc;        /* finish_combine: [tokens, hidden] f32 sums of the token's weighted rows */
   int stream_rows;         /* gather (warps): store the rows evict-first (they outgrow L2) */
+  const float* pair_scale; /* gather: [pairs] or null: row r is pair_scale[pair] * x[t] instead (the
+                              combine weights: the scaled dy rows of the combine's backward); not
+                              with scale */
 } RagdotMoeRowsParams;
 
 /* Router kinds, as ragdot::workloads::RouterKind numbers them. */
@@ -83,6 +86,13 @@ typedef struct RagdotMoeGluParams {
   int activation;          /* RAGDOT_MOE_GLU_*: the a above */
   const void* d_act;       /* backward: [rows, ffn] gradient of act */
   void* d_up;              /* backward: [rows, 2 * ffn] out, gradient of [gate | up] */
+  /* ragdot_moe_glu_backward_weighted: d_act holds g, each sorted row's gradient before its combine
+     weight (dy of the row's token through the down projection); the kernel takes weights[pair] * g
+     as the gradient of act and writes dots[pair] = act . g, the combine weight's gradient (act as
+     the forward stored it, rounded to the rows' type). Rows of pair -1 get zeros and no dot. */
+  const int* pair_of;      /* [rows] */
+  const float* weights;    /* [pairs] */
+  float* dots;             /* [pairs] out */
 } RagdotMoeGluParams;
 
 /* ragdot_moe_combine_backward: for each sorted row r of the pair (t, j),

@@ -13,7 +13,8 @@
 //                       above and four memsets cost ~25 us on 32768 pairs, mostly launch gaps
 //                       and the offsets kernel's walk down each expert's column of chunks, both
 //                       since cut; its one block walks every pair, which costs more)
-//   ragdot_moe_gather   rows[r] = scale[t] * x[t] for the pair (t, j) of sorted row r
+//   ragdot_moe_gather   rows[r] = scale[t] * x[t] for the pair (t, j) of sorted row r (or
+//                       pair_scale[pair] * x[t]: the combine's backward scaling dy by the weights)
 //   ragdot_moe_gather_warps  the same, one warp per row with a lane's loads of the row in flight
 //                       together (more bytes in flight than one 16-byte piece per thread)
 //   ragdot_moe_combine  y[t] = (y[t] if accumulating) + addend[t] (if given)
@@ -270,7 +271,7 @@ __device__ __forceinline__ void moe_gather_row(const RagdotMoeRowsParams& p, lon
   }
   const long long t = pair / p.top_k;
   const S* src = (const S*)p.x + t * p.hidden;
-  if (!p.scale) {
+  if (!p.scale && !p.pair_scale) {
     // 16-byte copies where the rows allow them
     const long long bytes = p.hidden * (long long)sizeof(S);
     if (bytes % 16 == 0 && ((unsigned long long)src % 16) == 0 && ((unsigned long long)dst % 16) == 0) {
@@ -282,7 +283,7 @@ __device__ __forceinline__ void moe_gather_row(const RagdotMoeRowsParams& p, lon
     }
     return;
   }
-  const float s = p.scale[t];
+  const float s = p.pair_scale ? p.pair_scale[pair] : p.scale[t];
   if (moe_rows_vectorizable(p.hidden, src, dst, 0)) {
     for (long long c = 8 * (long long)threadIdx.x; c < p.hidden; c += 8 * (long long)blockDim.x) {
       float v[8];
@@ -399,7 +400,8 @@ __device__ __forceinline__ void moe_gather_row_warp(const RagdotMoeRowsParams& p
   const long long t = pair / p.top_k;
   const S* src = (const S*)p.x + t * p.hidden;
   const long long bytes = p.hidden * (long long)sizeof(S);
-  if (!p.scale && bytes % 16 == 0 && ((unsigned long long)src % 16) == 0 && ((unsigned long long)dst % 16) == 0) {
+  const bool scaled = p.scale || p.pair_scale;
+  if (!scaled && bytes % 16 == 0 && ((unsigned long long)src % 16) == 0 && ((unsigned long long)dst % 16) == 0) {
     const uint4* s4 = (const uint4*)src;
     uint4* d4 = (uint4*)dst;
     const long long n = bytes / 16;
@@ -418,11 +420,11 @@ __device__ __forceinline__ void moe_gather_row_warp(const RagdotMoeRowsParams& p
     }
     return;
   }
-  if (!p.scale) {
+  if (!scaled) {
     for (long long c = lane; c < p.hidden; c += 32) dst[c] = src[c];
     return;
   }
-  const float s = p.scale[t];
+  const float s = p.pair_scale ? p.pair_scale[pair] : p.scale[t];
   if (moe_rows_vectorizable(p.hidden, src, dst, 0)) {
     constexpr int kUnroll = kGatherUnroll / 2;  // 8 elements each, in f32 registers
     for (long long c0 = 8 * (long long)lane; c0 < p.hidden; c0 += 8 * 32 * kUnroll) {
@@ -436,7 +438,7 @@ __device__ __forceinline__ void moe_gather_row_warp(const RagdotMoeRowsParams& p
         if (c0 + 8 * 32 * q >= p.hidden) continue;
 #pragma unroll
         for (int i = 0; i < 8; ++i) v[q][i] *= s;
-        moe_store8(dst + c0 + 8 * 32 * q, v[q]);
+        moe_store8(dst + c0 + 8 * 32 * q, v[q], p.stream_rows != 0);
       }
     }
     return;

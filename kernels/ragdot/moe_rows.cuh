@@ -23,17 +23,25 @@ __device__ __forceinline__ void moe_load8(const float* p, float* v) {
   v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w, v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
 }
 
-__device__ __forceinline__ void moe_store8(u16* p, const float* v) {
+// `streaming`: evict-first stores, for rows that will not fit in L2 beside what is read
+__device__ __forceinline__ void moe_store8(u16* p, const float* v, bool streaming = false) {
   uint4 q;
   q.x = pack2(v[0], v[1], BF16());
   q.y = pack2(v[2], v[3], BF16());
   q.z = pack2(v[4], v[5], BF16());
   q.w = pack2(v[6], v[7], BF16());
-  *(uint4*)p = q;
+  if (streaming) __stcs((uint4*)p, q);
+  else *(uint4*)p = q;
 }
-__device__ __forceinline__ void moe_store8(float* p, const float* v) {
-  ((float4*)p)[0] = make_float4(v[0], v[1], v[2], v[3]);
-  ((float4*)p)[1] = make_float4(v[4], v[5], v[6], v[7]);
+__device__ __forceinline__ void moe_store8(float* p, const float* v, bool streaming = false) {
+  const float4 a = make_float4(v[0], v[1], v[2], v[3]), b = make_float4(v[4], v[5], v[6], v[7]);
+  if (streaming) {
+    __stcs((float4*)p, a);
+    __stcs((float4*)p + 1, b);
+  } else {
+    ((float4*)p)[0] = a;
+    ((float4*)p)[1] = b;
+  }
 }
 
 // Whether rows of `n` elements at these bases can be read and written 8 at a time.

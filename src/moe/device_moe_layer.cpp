@@ -152,6 +152,17 @@ bool gathers_in_up_gemm(Fusion asked, const MoeConfig& c, std::int64_t tokens) {
   return 2 * c.ffn > 256 && 2 * c.ffn <= 4096 && x_bytes <= (std::int64_t(64) << 20);
 }
 
+// Whether the routed down projection's data gradient tries to read dy through the sort's token
+// index (the cuda backend may still refuse). Never for Llama-4 (its combine weight is 1 and its
+// backward scales the inputs instead). kAuto: the width rule of gathers_in_up_gemm for the
+// gradient's ffn columns, and dy of at most 64 MiB.
+bool gathers_in_down_data_grad(Fusion asked, const MoeConfig& c, std::int64_t tokens) {
+  if (c.router == RouterKind::kLlama4 || asked == Fusion::kOff) return false;
+  if (asked == Fusion::kOn) return true;
+  const std::int64_t dy_bytes = tokens * c.hidden * 2;  // bf16 gradient
+  return c.ffn > 256 && c.ffn <= 4096 && dy_bytes <= (std::int64_t(64) << 20);
+}
+
 double median(std::vector<double> v) {
   if (v.empty()) return 0.0;
   std::sort(v.begin(), v.end());
@@ -173,6 +184,9 @@ struct DeviceMoeLayer::State {
   Buffers b;
   bool forwarded = false;
   bool gathered_up = false;  // plans[routed up] reads its rows from x through b.token_of
+  // plans[routed d_act] reads dy through b.token_of: backward's activation step then applies the
+  // combine weights and makes their gradient, and no step reads the expert rows b.out
+  bool gathered_down_grad = false;
   // The fused forms of the routed projections. When one exists, forward always runs it (expert
   // parallelism, which would not, excludes them), so b.up or b.out never holds forward's product
   // and backward always computes it again: decided by the plan, not by what the host last ran,
@@ -181,7 +195,7 @@ struct DeviceMoeLayer::State {
   std::optional<Plan> scatter_down;  // the routed down projection adding its rows into b.sums
   bool combined_in_down() const { return scatter_down.has_value(); }
   // the sort's token index: read by the gathering up projection and the scattering down projection
-  bool needs_token_of() const { return gathered_up || combined_in_down(); }
+  bool needs_token_of() const { return gathered_up || gathered_down_grad || combined_in_down(); }
   // expert parallelism
   ep::Communicator* comm = nullptr;
   std::int64_t world = 1, local_experts = 0;
@@ -223,7 +237,8 @@ struct DeviceMoeLayer::State {
     cv.take(b.rows, mt * h * kActBytes);
     cv.take(b.up, mt * 2 * f * kActBytes);
     cv.take(b.act, mt * f * kActBytes);
-    cv.take(b.out, mt * h * kActBytes);
+    // (with the combine in the down projection and dy gathered by backward, no step uses the expert rows)
+    cv.take(b.out, combined_in_down() && gathered_down_grad ? 0 : mt * h * kActBytes);
     cv.take(b.s_up, s * tt * 2 * f * kActBytes);
     cv.take(b.s_act, s * tt * f * kActBytes);
     cv.take(b.s_out, s ? tt * h * kActBytes : 0);
@@ -251,11 +266,15 @@ struct DeviceMoeLayer::State {
     return run_plan(plans[std::size_t(which)], lhs, rhs, gs, out, {b.ws, ws_bytes, MemorySpace::kDevice}, stream);
   }
 
+  // A routed ragged dot whose lhs rows are token rows ([T, H]: x, or dy) gathered by b.token_of.
+  Status gathered_gemm(int which, const void* token_rows, const void* rhs, void* out, CUstream stream) const {
+    const GatheredLhs tokens{std::size_t(t * c.hidden) * kActBytes, b.token_of};
+    return run_plan(plans[std::size_t(which)], token_rows, rhs, b.group_sizes, out,
+                    {b.ws, ws_bytes, MemorySpace::kDevice}, stream, nullptr, &tokens);
+  }
   // The routed up projection on rows gathered from x by b.token_of.
   Status gathered_up_gemm(const void* x, const void* w_up, CUstream stream) const {
-    const GatheredLhs tokens{std::size_t(t * c.hidden) * kActBytes, b.token_of};
-    return run_plan(plans[std::size_t(kRouted + kFfnUp)], x, w_up, b.group_sizes, b.up,
-                    {b.ws, ws_bytes, MemorySpace::kDevice}, stream, nullptr, &tokens);
+    return gathered_gemm(kRouted + kFfnUp, x, w_up, b.up, stream);
   }
 
   // The routed up projection with the SwiGLU epilogue: the activations into b.act, reading the
@@ -373,19 +392,33 @@ struct DeviceMoeLayer::State {
     const std::int64_t h = c.hidden, f = c.ffn, k = c.top_k, s = c.shared_experts;
     const int* gs = b.group_sizes;
     RAGDOT_RETURN_IF_ERROR(mark(mk, st, "start"));
-    if (combined_in_down()) {  // forward added the expert rows into their tokens' sums: the combine's backward needs them
-      RAGDOT_RETURN_IF_ERROR(gemm(kRouted + kFfnDown, b.act, p.w_down, gs, b.out, st));
-      RAGDOT_RETURN_IF_ERROR(mark(mk, st, "down again"));
-    }
     // combine: y[t] = sum_j w[t,j] out[row(t,j)] -> d_out[row] = w dy[t], d_w[t,j] = dy[t] . out[row]
-    RAGDOT_RETURN_IF_ERROR(
-        perm->combine_backward(dy, b.out, b.weights, sorted(), t, k, h, kAct, b.d_rows, b.d_weights, st));
-    RAGDOT_RETURN_IF_ERROR(mark(mk, st, "combine backward"));
-    RAGDOT_RETURN_IF_ERROR(gemm(kRouted + kFfnDataGradAct, b.d_rows, p.w_down, gs, b.d_act, st));
-    RAGDOT_RETURN_IF_ERROR(mark(mk, st, "down: d_act"));
-    if (g.d_w_down) {
-      RAGDOT_RETURN_IF_ERROR(gemm(kRouted + kFfnWeightGradDown, b.act, b.d_rows, gs, g.d_w_down, st));
-      RAGDOT_RETURN_IF_ERROR(mark(mk, st, "down: d_w"));
+    if (gathered_down_grad) {
+      // g[row] = dy[t] W_down^T, from dy through the index; the activation's backward takes w g as
+      // d_act and makes d_w[t,j] = act[row] . g[row] (= dy[t] . out[row]), so nothing reads the
+      // expert rows. The scaled rows d_out are still made, for the down weights' gradient.
+      RAGDOT_RETURN_IF_ERROR(gathered_gemm(kRouted + kFfnDataGradAct, dy, p.w_down, b.d_act, st));
+      RAGDOT_RETURN_IF_ERROR(mark(mk, st, "down: d_act"));
+      if (g.d_w_down) {
+        RAGDOT_RETURN_IF_ERROR(perm->gather(dy, nullptr, sorted(), t, k, h, kAct, b.d_rows, st, b.weights));
+        RAGDOT_RETURN_IF_ERROR(mark(mk, st, "combine backward"));
+        RAGDOT_RETURN_IF_ERROR(gemm(kRouted + kFfnWeightGradDown, b.act, b.d_rows, gs, g.d_w_down, st));
+        RAGDOT_RETURN_IF_ERROR(mark(mk, st, "down: d_w"));
+      }
+    } else {
+      if (combined_in_down()) {  // forward added the expert rows into their tokens' sums: the combine's backward needs them
+        RAGDOT_RETURN_IF_ERROR(gemm(kRouted + kFfnDown, b.act, p.w_down, gs, b.out, st));
+        RAGDOT_RETURN_IF_ERROR(mark(mk, st, "down again"));
+      }
+      RAGDOT_RETURN_IF_ERROR(
+          perm->combine_backward(dy, b.out, b.weights, sorted(), t, k, h, kAct, b.d_rows, b.d_weights, st));
+      RAGDOT_RETURN_IF_ERROR(mark(mk, st, "combine backward"));
+      RAGDOT_RETURN_IF_ERROR(gemm(kRouted + kFfnDataGradAct, b.d_rows, p.w_down, gs, b.d_act, st));
+      RAGDOT_RETURN_IF_ERROR(mark(mk, st, "down: d_act"));
+      if (g.d_w_down) {
+        RAGDOT_RETURN_IF_ERROR(gemm(kRouted + kFfnWeightGradDown, b.act, b.d_rows, gs, g.d_w_down, st));
+        RAGDOT_RETURN_IF_ERROR(mark(mk, st, "down: d_w"));
+      }
     }
     if (swiglu_up) {  // forward wrote the activations only: the SwiGLU backward needs the product
       if (gathered_up) {
@@ -395,7 +428,12 @@ struct DeviceMoeLayer::State {
       }
       RAGDOT_RETURN_IF_ERROR(mark(mk, st, "up again"));
     }
-    RAGDOT_RETURN_IF_ERROR(ops->glu_backward(c.activation, b.up, b.d_act, m, f, kAct, b.d_up, st));
+    if (gathered_down_grad) {
+      RAGDOT_RETURN_IF_ERROR(ops->glu_backward_weighted(c.activation, b.up, b.d_act, b.pair_of, b.weights, m, f, kAct,
+                                                        b.d_up, b.d_weights, st));
+    } else {
+      RAGDOT_RETURN_IF_ERROR(ops->glu_backward(c.activation, b.up, b.d_act, m, f, kAct, b.d_up, st));
+    }
     RAGDOT_RETURN_IF_ERROR(mark(mk, st, "activation backward"));
     // d_out is consumed: its buffer takes the rows' gradient
     RAGDOT_RETURN_IF_ERROR(gemm(kRouted + kFfnDataGradIn, b.d_up, p.w_up, gs, b.d_rows, st));
@@ -543,6 +581,17 @@ Result<DeviceMoeLayer> DeviceMoeLayer::create(const MoeConfig& c, std::int64_t t
         s->ws_bytes = std::max(s->ws_bytes, plan->workspace_bytes());
         s->plans.push_back(std::move(*plan));
         plan_swiglu_up(gathering);
+        continue;
+      }
+    }
+    const bool routed_d_act = int(i) == kRouted + kFfnDataGradAct && !s->comm && o.expert_backend == "cuda";
+    if (routed_d_act && gathers_in_down_data_grad(o.gather_in_down_data_grad, c, tokens)) {
+      PlanOptions gathering = routed;
+      gathering.lhs_gather_rows = tokens;  // dy's rows
+      if (auto plan = make_plan(op, gathering); plan.ok()) {  // else (not Hopper, ...): the combine's backward first
+        s->gathered_down_grad = true;
+        s->ws_bytes = std::max(s->ws_bytes, plan->workspace_bytes());
+        s->plans.push_back(std::move(*plan));
         continue;
       }
     }

@@ -34,7 +34,7 @@ struct DeviceMoeOps::State {
   const cuda::Device* device = nullptr;
   std::shared_ptr<const cuda::LoadedModule> route_module, glu_module, accumulate_module;
   CUfunction route = nullptr, route_backward = nullptr, glu = nullptr, glu_backward = nullptr,
-             accumulate = nullptr;
+             glu_backward_weighted = nullptr, accumulate = nullptr;
   workloads::RouterKind kind = workloads::RouterKind::kSoftmaxTopK;
   std::int64_t experts = 0, top_k = 0;
   double scaling = 1.0;
@@ -96,6 +96,7 @@ Result<DeviceMoeOps> DeviceMoeOps::create(int device, workloads::RouterKind kind
              {&s->route_backward, s->route_module->module, "ragdot_moe_route_backward"},
              {&s->glu, s->glu_module->module, "ragdot_moe_glu"},
              {&s->glu_backward, s->glu_module->module, "ragdot_moe_glu_backward"},
+             {&s->glu_backward_weighted, s->glu_module->module, "ragdot_moe_glu_backward_weighted"},
              {&s->accumulate, s->accumulate_module->module, "ragdot_moe_accumulate"}};
   for (const auto& f : fns) RAGDOT_CU_RETURN_IF_ERROR(cuda::driver()->cuModuleGetFunction(f.f, f.module, f.name), f.name);
   s->kind = kind;
@@ -154,6 +155,17 @@ Status check_glu(const char* what, GatedActivation a, DType dtype) {
   return check_activation(what, a);
 }
 
+// The params every gated-activation kernel reads: rows of up [rows, 2 ffn] of `dtype`.
+RagdotMoeGluParams glu_params(GatedActivation a, const void* up, std::int64_t rows, std::int64_t ffn, DType dtype) {
+  RagdotMoeGluParams p{};
+  p.up = up;
+  p.rows = rows;
+  p.ffn = ffn;
+  p.elem_bytes = int(dtype_size(dtype));
+  p.activation = glu_code(a);
+  return p;
+}
+
 }  // namespace
 
 Status DeviceMoeOps::glu(GatedActivation a, const void* up, std::int64_t rows, std::int64_t ffn, DType dtype, void* act,
@@ -162,13 +174,8 @@ Status DeviceMoeOps::glu(GatedActivation a, const void* up, std::int64_t rows, s
   if (rows < 0 || ffn < 0) return invalid_argument("glu: negative rows or ffn");
   if (rows == 0 || ffn == 0) return Status::ok();
   if (!up || !act) return invalid_argument("glu: a null device buffer");
-  RagdotMoeGluParams p{};
-  p.up = up;
+  RagdotMoeGluParams p = glu_params(a, up, rows, ffn, dtype);
   p.act = act;
-  p.rows = rows;
-  p.ffn = ffn;
-  p.elem_bytes = int(dtype_size(dtype));
-  p.activation = glu_code(a);
   return s_->launch(s_->glu, element_blocks(rows * ffn), kElementThreads, &p, stream, "launching ragdot_moe_glu");
 }
 
@@ -178,16 +185,35 @@ Status DeviceMoeOps::glu_backward(GatedActivation a, const void* up, const void*
   if (rows < 0 || ffn < 0) return invalid_argument("glu_backward: negative rows or ffn");
   if (rows == 0 || ffn == 0) return Status::ok();
   if (!up || !d_act || !d_up) return invalid_argument("glu_backward: a null device buffer");
-  RagdotMoeGluParams p{};
-  p.up = up;
-  p.rows = rows;
-  p.ffn = ffn;
-  p.elem_bytes = int(dtype_size(dtype));
-  p.activation = glu_code(a);
+  RagdotMoeGluParams p = glu_params(a, up, rows, ffn, dtype);
   p.d_act = d_act;
   p.d_up = d_up;
   return s_->launch(s_->glu_backward, element_blocks(rows * ffn), kElementThreads, &p, stream,
                     "launching ragdot_moe_glu_backward");
+}
+
+Status DeviceMoeOps::glu_backward_weighted(GatedActivation a, const void* up, const void* g, const int* pair_of,
+                                           const float* weights, std::int64_t rows, std::int64_t ffn, DType dtype,
+                                           void* d_up, float* d_weights, void* stream) const {
+  RAGDOT_RETURN_IF_ERROR(check_glu("glu_backward_weighted", a, dtype));
+  if (rows < 0 || ffn < 0) return invalid_argument("glu_backward_weighted: negative rows or ffn");
+  if (rows == 0) return Status::ok();
+  if (!up || !g || !pair_of || !weights || !d_up || !d_weights) {
+    return invalid_argument("glu_backward_weighted: a null device buffer");
+  }
+  RagdotMoeGluParams p = glu_params(a, up, rows, ffn, dtype);
+  p.d_act = g;
+  p.d_up = d_up;
+  p.pair_of = pair_of;
+  p.weights = weights;
+  p.dots = d_weights;
+  // one warp per row, about four rows per warp (it loads the next row's pair during one), within
+  // what the GPU holds at once
+  constexpr std::int64_t kRowsPerBlock = kElementThreads / 32 * 4;
+  const std::int64_t blocks = std::min<std::int64_t>((rows + kRowsPerBlock - 1) / kRowsPerBlock,
+                                                     std::int64_t(s_->device->multiprocessors) * 8);
+  return s_->launch(s_->glu_backward_weighted, unsigned(blocks), kElementThreads, &p, stream,
+                    "launching ragdot_moe_glu_backward_weighted");
 }
 
 Status DeviceMoeOps::accumulate(void* y, const void* x, std::int64_t count, DType dtype, void* stream) const {

@@ -39,6 +39,14 @@ class DeviceMoeOps {
   // d_up [rows, 2 ffn] = [d_gate | d_up] from up [rows, 2 ffn] and d_act [rows, ffn].
   Status glu_backward(GatedActivation a, const void* up, const void* d_act, std::int64_t rows, std::int64_t ffn,
                       DType dtype, void* d_up, void* stream) const;
+  // The same backward for sorted rows whose gradient comes before their combine weights: d_act is
+  // g [rows, ffn], each row's gradient before its pair's weight (weights [pairs] f32; pair_of
+  // [rows] int32, -1 for rows no pair owns, which get zeros). d_up is the backward of
+  // weights[pair] * g, and d_weights[pair] = act . g (act as forward stored it), the combine
+  // weight's gradient: the combine's backward then needs no expert outputs.
+  Status glu_backward_weighted(GatedActivation a, const void* up, const void* g, const int* pair_of,
+                               const float* weights, std::int64_t rows, std::int64_t ffn, DType dtype, void* d_up,
+                               float* d_weights, void* stream) const;
   // y [count] += x [count], bf16 or f32, summed in f32.
   Status accumulate(void* y, const void* x, std::int64_t count, DType dtype, void* stream) const;
 

@@ -239,12 +239,14 @@ Status launch_rows(CUfunction f, const cuda::Device& device, std::int64_t blocks
 
 Status DevicePermutation::gather(const void* x, const float* scale, const DeviceSortBuffers& sorted,
                                  std::int64_t tokens, std::int64_t top_k, std::int64_t hidden, DType dtype, void* rows,
-                                 void* stream) const {
+                                 void* stream, const float* pair_weights) const {
   RAGDOT_ASSIGN_OR_RETURN(RagdotMoeRowsParams p, rows_params("gather", sorted, tokens, top_k, hidden, dtype, s_->max_pairs));
+  if (scale && pair_weights) return invalid_argument("gather: a per-token scale or per-pair weights, not both");
   if (p.pairs == 0 || hidden == 0) return Status::ok();
   if (!x || !rows || !sorted.pair_of) return invalid_argument("gather: a null device buffer");
   p.x = x;
   p.scale = scale;
+  p.pair_scale = pair_weights;
   p.rows = rows;
   if (s_->kernels.gather == RowKernel::kWarps) {
     p.stream_rows = p.pairs * hidden * std::int64_t(dtype_size(dtype)) > kStreamRowsBytes ? 1 : 0;

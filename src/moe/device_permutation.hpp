@@ -81,9 +81,12 @@ class DevicePermutation {
   Status finish_combine(const float* acc, const void* addend, std::int64_t tokens, std::int64_t hidden, DType dtype,
                         void* y, void* stream) const;
   // rows[r] = scale[t] * x[t] for the pair (t, j) of sorted row r; x [tokens, hidden], rows
-  // [tokens * top_k, hidden], bf16 or f32; scale [tokens] f32 or null.
+  // [tokens * top_k, hidden], bf16 or f32; scale [tokens] f32 or null. With pair_weights
+  // [tokens * top_k] f32 instead (not both): rows[r] = pair_weights[t k + j] * x[t], the rows'
+  // gradient in the combine's backward (x = dy, the combine weights).
   Status gather(const void* x, const float* scale, const DeviceSortBuffers& sorted, std::int64_t tokens,
-                std::int64_t top_k, std::int64_t hidden, DType dtype, void* rows, void* stream) const;
+                std::int64_t top_k, std::int64_t hidden, DType dtype, void* rows, void* stream,
+                const float* pair_weights = nullptr) const;
   // y[t] (+)= addend[t] + sum_j weights[t, j] * rows[row_of[t, j]], accumulated in f32; weights
   // [tokens, top_k] f32; addend [tokens, hidden] of the rows' dtype, or null.
   Status combine(const void* rows, const float* weights, const DeviceSortBuffers& sorted, std::int64_t tokens,

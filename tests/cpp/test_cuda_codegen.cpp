@@ -108,7 +108,7 @@ TEST(CudaCodegen, MoeKernelsCompileWithoutLocalMemory) {
                        "ragdot_moe_gather", "ragdot_moe_gather_warps", "ragdot_moe_combine",
                        "ragdot_moe_finish_combine"}},
       {"moe_route", {"ragdot_moe_route", "ragdot_moe_route_backward"}},
-      {"moe_glu", {"ragdot_moe_glu", "ragdot_moe_glu_backward"}},
+      {"moe_glu", {"ragdot_moe_glu", "ragdot_moe_glu_backward", "ragdot_moe_glu_backward_weighted"}},
       {"moe_combine_backward", {"ragdot_moe_combine_backward", "ragdot_moe_combine_backward_warps"}},
       {"moe_accumulate", {"ragdot_moe_accumulate"}},
       {"fill_uniform", {"ragdot_fill_uniform"}},

@@ -197,11 +197,14 @@ TEST(MoeDevicePermutation, GatherAndCombineMatchTheHost) {
   for (DType dt : {DType::kBF16, DType::kF32}) {
     // 2056: rows longer than the warp gather's stretch of loads per lane, and not a whole number of them
     for (std::int64_t hidden : {std::int64_t(64), std::int64_t(33), std::int64_t(2056)}) {
-      for (bool scaled : {false, true}) {
+      // 0: plain rows; 1: scaled per token (Llama-4's input); 2: per pair (the combine weights, backward)
+      for (int scaling : {0, 1, 2}) {
+        const bool scaled = scaling == 1, weighted = scaling == 2;
         for (int case_index = 0; case_index < 4; ++case_index) {
           const bool accumulate = case_index & 1, warps = case_index & 2;
           const std::string what = std::string(dtype_name(dt)) + " hidden " + std::to_string(hidden) +
-                                   (scaled ? " scaled" : "") + (accumulate ? " accumulate" : "") +
+                                   (scaled ? " scaled" : "") + (weighted ? " weighted" : "") +
+                                   (accumulate ? " accumulate" : "") +
                                    (warps ? " warp gather" : " block gather");
           moe::PermutationKernels kernels;
           kernels.gather = kernels.combine_backward = warps ? moe::RowKernel::kWarps : moe::RowKernel::kBlock;
@@ -230,9 +233,13 @@ TEST(MoeDevicePermutation, GatherAndCombineMatchTheHost) {
           const moe::DeviceSortBuffers sorted{gs.p, row_of.p, pair_of.p, bad.p};
           ASSERT_TRUE(perm->sort(d_ex.p, pairs, sorted, ws.p, gpu()->stream()).is_ok());
           Status st = perm->gather(d_x.p, scaled ? static_cast<const float*>(d_scale.p) : nullptr, sorted, tokens,
-                                   top_k, hidden, dt, rows.p, gpu()->stream());
+                                   top_k, hidden, dt, rows.p, gpu()->stream(),
+                                   weighted ? static_cast<const float*>(d_w.p) : nullptr);
           ASSERT_TRUE(st.is_ok()) << st.to_string();
-          // gather: row r is x[t] (times scale[t], rounded to the row type), rows past the valid ones zero
+          EXPECT_FALSE(perm->gather(d_x.p, static_cast<const float*>(d_scale.p), sorted, tokens, top_k, hidden, dt,
+                                    rows.p, gpu()->stream(), static_cast<const float*>(d_w.p))
+                           .is_ok());  // a scale and weights: refused, nothing written
+          // gather: row r is x[t] (times scale[t] or w[pair], rounded to the row type), rows past the valid ones zero
           const auto got_rows = as_f32(download<unsigned char>(rows, std::size_t(pairs) * row_bytes), dt);
           const auto xr = as_f32(xb, dt);
           std::vector<float> want_rows(std::size_t(pairs * hidden), 0.0f);
@@ -241,7 +248,8 @@ TEST(MoeDevicePermutation, GatherAndCombineMatchTheHost) {
             if (p < 0) continue;
             const std::int64_t t = p / top_k;
             for (std::int64_t c = 0; c < hidden; ++c) {
-              const float v = xr[std::size_t(t * hidden + c)] * (scaled ? scale[std::size_t(t)] : 1.0f);
+              const float v = xr[std::size_t(t * hidden + c)] *
+                              (scaled ? scale[std::size_t(t)] : weighted ? w[std::size_t(p)] : 1.0f);
               want_rows[std::size_t(r * hidden + c)] = dt == DType::kF32 ? v : to_f32(to_bf16(v));
             }
           }
@@ -638,6 +646,79 @@ TEST(MoeDeviceOps, GatedActivationBackwardAndAccumulateMatchTheHost) {
   EXPECT_FALSE(
       ops->glu_backward(moe::GatedActivation::kGeGLU, nullptr, nullptr, 4, 4, DType::kF32, nullptr, nullptr).is_ok());
   EXPECT_FALSE(ops->accumulate(nullptr, nullptr, 4, DType::kF16, nullptr).is_ok());
+}
+
+// The weighted backward (the layer's path when its down projection's data gradient reads dy through
+// the token index): d_up is the backward of w[pair] * g, and d_weights[pair] = act . g with act
+// rounded to the rows' type; rows of pair -1 get zeros and no dot. Pairs are a shuffled order with
+// a few rows unowned, rows long enough for several pieces per lane and rows of an odd width.
+TEST(MoeDeviceOps, WeightedGatedActivationBackwardMatchesTheHost) {
+  REQUIRE_GPU();
+  workloads::SplitMix64 rng(37);
+  auto ops = moe::DeviceMoeOps::create(0, workloads::RouterKind::kSoftmaxTopK, 8, 2, 1.0);
+  ASSERT_TRUE(ops.ok()) << ops.status().to_string();
+  for (moe::GatedActivation a : kActivations) {
+    for (DType dt : {DType::kF32, DType::kBF16}) {
+      for (std::int64_t ffn : {std::int64_t(768), std::int64_t(13)}) {
+        const std::int64_t rows = 203, pairs = rows;
+        std::vector<int> pair_of(static_cast<std::size_t>(rows));
+        for (std::int64_t r = 0; r < rows; ++r) pair_of[std::size_t(r)] = int((r * 37) % rows);
+        for (std::int64_t r = rows - 5; r < rows; ++r) pair_of[std::size_t(r)] = -1;  // rows no pair owns
+        std::vector<float> up(std::size_t(rows * 2 * ffn)), g(std::size_t(rows * ffn)), w(static_cast<std::size_t>(pairs));
+        for (auto& v : up) v = float(rng.uniform() * 6 - 3);
+        for (auto& v : g) v = float(rng.uniform() * 2 - 1);
+        for (auto& v : w) v = float(0.05 + rng.uniform());
+        const auto upb = from_f32(up, dt), gb = from_f32(g, dt);
+        const auto upr = as_f32(upb, dt), gr = as_f32(gb, dt);
+        std::vector<float> act(std::size_t(rows * ffn)), weighted(gr.size()), want(up.size());
+        moe::gated_activation(a, upr.data(), rows, ffn, act.data());
+        std::vector<double> want_dots(std::size_t(pairs), -7.0);  // pairs without a row: not written
+        for (std::int64_t r = 0; r < rows; ++r) {
+          const int p = pair_of[std::size_t(r)];
+          double dot = 0;
+          for (std::int64_t c = 0; c < ffn; ++c) {
+            const std::size_t i = std::size_t(r * ffn + c);
+            const float stored = dt == DType::kF32 ? act[i] : to_f32(to_bf16(act[i]));
+            dot += double(stored) * gr[i];
+            weighted[i] = p >= 0 ? w[std::size_t(p)] * gr[i] : 0.0f;
+          }
+          if (p >= 0) want_dots[std::size_t(p)] = dot;
+        }
+        moe::gated_activation_backward(a, upr.data(), weighted.data(), rows, ffn, want.data());
+        const std::size_t out_bytes = want.size() * dtype_size(dt);
+        DeviceBuffer d_up(upb.size()), d_g(gb.size()), d_out(out_bytes), d_pairs(pair_of.size() * 4),
+            d_w(w.size() * 4), d_dots(w.size() * 4);
+        upload(d_up, upb);
+        upload(d_g, gb);
+        upload(d_pairs, pair_of);
+        upload(d_w, w);
+        poison(d_out, out_bytes);
+        upload(d_dots, std::vector<float>(w.size(), -7.0f));
+        Status st = ops->glu_backward_weighted(a, d_up.p, d_g.p, static_cast<const int*>(d_pairs.p),
+                                               static_cast<const float*>(d_w.p), rows, ffn, dt, d_out.p,
+                                               static_cast<float*>(d_dots.p), gpu()->stream());
+        ASSERT_TRUE(st.is_ok()) << st.to_string();
+        const std::string what = std::string(moe::activation_name(a)) + " " + std::string(dtype_name(dt)) + " ffn " + std::to_string(ffn);
+        const auto got = as_f32(download<unsigned char>(d_out, out_bytes), dt);
+        double worst = 0;
+        for (std::size_t i = 0; i < want.size(); ++i)
+          worst = std::max(worst, std::abs(double(got[i]) - want[i]) / (1.0 + std::abs(want[i])));
+        EXPECT_LT(worst, dt == DType::kF32 ? 1e-5 : 8e-3) << what;
+        for (std::int64_t r = rows - 5; r < rows; ++r) {
+          for (std::int64_t c = 0; c < 2 * ffn; ++c) ASSERT_EQ(got[std::size_t(r * 2 * ffn + c)], 0.0f) << what << " row " << r;
+        }
+        const auto dots = download<float>(d_dots, w.size());
+        worst = 0;
+        for (std::size_t p = 0; p < w.size(); ++p)
+          worst = std::max(worst, std::abs(double(dots[p]) - want_dots[p]) / (1.0 + std::abs(want_dots[p])));
+        // activations of one evaluation against the host's (the same up to fast-math's exp)
+        EXPECT_LT(worst, dt == DType::kF32 ? 1e-4 : 2e-2) << what << " dots";
+      }
+    }
+  }
+  EXPECT_FALSE(ops->glu_backward_weighted(moe::GatedActivation::kSwiGLU, nullptr, nullptr, nullptr, nullptr, 4, 4,
+                                          DType::kF32, nullptr, nullptr, nullptr)
+                   .is_ok());
 }
 
 TEST(MoeDeviceFill, MatchesTheHostMirror) {

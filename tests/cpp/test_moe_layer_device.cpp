@@ -307,6 +307,65 @@ TEST(DeviceMoeLayer, GatheredUpProjectionGivesTheBytesOfGatherFirst) {
   ASSERT_FALSE(a.y.empty());
 }
 
+// Backward reading dy through the token index in the down projection's data gradient
+// (DeviceMoeOptions::gather_in_down_data_grad): the activation's backward applies the combine
+// weights and makes their gradient from act . (dy W_down^T) instead of dy . out, so the gradients
+// differ from the default path's in rounding only; both against the host layer. Also with the
+// combine in the down projection (backward then runs no down projection again: no "down again"
+// step) and the SwiGLU in the up projection. On Hopper the gradient's plan must really gather.
+TEST(DeviceMoeLayer, GatheredDownGradientMatchesTheHostLayer) {
+  REQUIRE_GPU();
+  auto dev = cuda::device(0);
+  ASSERT_TRUE(dev.ok());
+  const bool hopper = (*dev)->traits.cc_major == 9;
+  const struct {
+    const char* preset;
+    std::int64_t tokens;
+  } cases[] = {{"qwen3-30b-a3b", 96}, {"deepseek-v3", 64}, {"mixtral-8x7b", 512}};
+  for (const auto& pc : cases) {
+    auto config = moe::preset_config(pc.preset, 16);
+    ASSERT_TRUE(config.ok()) << config.status().to_string();
+    const LayerData data = make_data(*config, pc.tokens, 91);
+    std::string error;
+    const LayerResult want = run_host_layer(data, &error);
+    ASSERT_TRUE(error.empty()) << error;
+    DeviceLayerData d(data);
+    for (bool fused_ends : {false, true}) {
+      moe::DeviceMoeOptions options;
+      options.gather_in_down_data_grad = moe::Fusion::kOn;
+      options.combine_in_down_gemm = fused_ends;
+      options.swiglu_in_up_gemm = fused_ends;
+      auto layer = moe::DeviceMoeLayer::create(*config, pc.tokens, options);
+      ASSERT_TRUE(layer.ok()) << layer.status().to_string();
+      const std::string what = std::string(pc.preset) + (fused_ends ? " with the combine and SwiGLU fused" : "");
+      if (hopper) EXPECT_NE(layer->describe().find("gatherA"), std::string::npos) << what << "\n" << layer->describe();
+      for (int run = 0; run < 2; ++run) {
+        ASSERT_TRUE(run_device_layer(*layer, d).is_ok()) << what;
+        expect_close(d.results(*layer), want, 1e-2, what + " run " + std::to_string(run));
+      }
+      if (hopper) {
+        moe::DeviceMoeProfileOptions po;
+        po.warmup = 0;
+        po.reps = 1;
+        auto prof = layer->profile(d.x->p, d.params(), d.y->p, d.dy->p, d.grads(), gpu()->stream(), po);
+        ASSERT_TRUE(prof.ok()) << prof.status().to_string();
+        for (const auto& step : prof->backward_steps) EXPECT_NE(step.name, "down again") << what;
+      }
+    }
+  }
+  // and the switch: off gathers nothing in backward's down projection, Llama-4 never
+  for (const char* preset : {"qwen3-30b-a3b", "llama4-scout"}) {
+    auto config = moe::preset_config(preset, 16);
+    ASSERT_TRUE(config.ok());
+    moe::DeviceMoeOptions options;
+    options.gather_in_up_gemm = moe::Fusion::kOff;
+    options.gather_in_down_data_grad = std::string(preset) == "llama4-scout" ? moe::Fusion::kOn : moe::Fusion::kOff;
+    auto layer = moe::DeviceMoeLayer::create(*config, 64, options);
+    ASSERT_TRUE(layer.ok()) << layer.status().to_string();
+    EXPECT_EQ(layer->describe().find("gatherA"), std::string::npos) << preset << "\n" << layer->describe();
+  }
+}
+
 // For each preset (1/16 of its size, 1024 tokens): the default layer's forward and backward, then
 // check(preset, config, inputs, results, hopper), which runs other forms of the layer on the same
 // inputs and compares them with those results.
@@ -330,36 +389,65 @@ void against_the_default_layer(std::initializer_list<const char*> presets, std::
   }
 }
 
+// The line of describe() for one of the layer's ragged dots ("routed up: ..."), or "".
+std::string plan_line(const std::string& describe, const std::string& gemm) {
+  const std::size_t at = describe.find(gemm + ": ");
+  return at == std::string::npos ? std::string() : describe.substr(at, describe.find('\n', at) - at);
+}
+
 // DeviceMoeOptions::gather_in_up_gemm's default (Fusion::kAuto): on Hopper the layer reads x
 // through the index for up projections of 257 to 4096 columns (here qwen3-30b-a3b's and
 // deepseek-v3's at a quarter of their size, 384 and 1024) while x fits in 64 MiB, and gathers
 // first for wider ones (mixtral-8x7b's 7168), for a larger x and for Llama-4's scaled rows; kOff
-// and kOn override it.
+// and kOn override it. gather_in_down_data_grad's default follows the same rule for the ffn width
+// of the down projection's data gradient (qwen3-30b-a3b's 192 at a quarter: no; deepseek-v3's 512
+// and mixtral-8x7b's 3584: yes).
 TEST(DeviceMoeLayer, DefaultFusesTheGatherWhereItPays) {
   REQUIRE_GPU();
   auto dev = cuda::device(0);
   ASSERT_TRUE(dev.ok());
   if ((*dev)->traits.cc_major != 9) GTEST_SKIP() << "the gathering kernel is the Hopper family's";
-  auto plans = [](const char* preset, moe::Fusion gather, std::int64_t tokens = 512) {
+  auto plans = [](const char* preset, moe::Fusion gather, std::int64_t tokens = 512,
+                  moe::Fusion gather_dy = moe::Fusion::kAuto) {
     auto config = moe::preset_config(preset, 4);
     EXPECT_TRUE(config.ok()) << config.status().to_string();
     moe::DeviceMoeOptions options;
     options.gather_in_up_gemm = gather;
+    options.gather_in_down_data_grad = gather_dy;
     auto layer = moe::DeviceMoeLayer::create(*config, tokens, options);
     EXPECT_TRUE(layer.ok()) << layer.status().to_string();
     return layer.ok() ? layer->describe() : std::string();
   };
+  const auto up = [&](const char* preset, moe::Fusion gather, std::int64_t tokens = 512) {
+    const std::string line = plan_line(plans(preset, gather, tokens), "routed up");
+    EXPECT_FALSE(line.empty()) << preset;
+    return line;
+  };
+  const auto d_act = [&](const char* preset, moe::Fusion gather_dy, std::int64_t tokens = 512) {
+    const std::string line = plan_line(plans(preset, moe::Fusion::kAuto, tokens, gather_dy), "routed d_act");
+    EXPECT_FALSE(line.empty()) << preset;
+    return line;
+  };
   for (const char* preset : {"qwen3-30b-a3b", "deepseek-v3"}) {
-    EXPECT_NE(plans(preset, moe::Fusion::kAuto).find("gatherA cluster2n"), std::string::npos) << preset;
-    EXPECT_EQ(plans(preset, moe::Fusion::kOff).find("gatherA"), std::string::npos) << preset;
+    EXPECT_NE(up(preset, moe::Fusion::kAuto).find("gatherA cluster2n"), std::string::npos) << preset;
+    EXPECT_EQ(up(preset, moe::Fusion::kOff).find("gatherA"), std::string::npos) << preset;
   }
   // qwen3-30b-a3b's x at a quarter size: 1 KiB a token, so 64 MiB at 65536 tokens
-  EXPECT_NE(plans("qwen3-30b-a3b", moe::Fusion::kAuto, 65536).find("gatherA"), std::string::npos);
-  EXPECT_EQ(plans("qwen3-30b-a3b", moe::Fusion::kAuto, 65544).find("gatherA"), std::string::npos);
-  EXPECT_EQ(plans("mixtral-8x7b", moe::Fusion::kAuto).find("gatherA"), std::string::npos);
-  EXPECT_NE(plans("mixtral-8x7b", moe::Fusion::kOn).find("gatherA"), std::string::npos);
-  EXPECT_EQ(plans("llama4-scout", moe::Fusion::kAuto).find("gatherA"), std::string::npos);
-  EXPECT_EQ(plans("llama4-scout", moe::Fusion::kOn).find("gatherA"), std::string::npos);  // scaled rows
+  EXPECT_NE(up("qwen3-30b-a3b", moe::Fusion::kAuto, 65536).find("gatherA"), std::string::npos);
+  EXPECT_EQ(up("qwen3-30b-a3b", moe::Fusion::kAuto, 65544).find("gatherA"), std::string::npos);
+  EXPECT_EQ(up("mixtral-8x7b", moe::Fusion::kAuto).find("gatherA"), std::string::npos);
+  EXPECT_NE(up("mixtral-8x7b", moe::Fusion::kOn).find("gatherA"), std::string::npos);
+  EXPECT_EQ(up("llama4-scout", moe::Fusion::kAuto).find("gatherA"), std::string::npos);
+  EXPECT_EQ(up("llama4-scout", moe::Fusion::kOn).find("gatherA"), std::string::npos);  // scaled rows
+
+  EXPECT_EQ(d_act("qwen3-30b-a3b", moe::Fusion::kAuto).find("gatherA"), std::string::npos);
+  EXPECT_NE(d_act("qwen3-30b-a3b", moe::Fusion::kOn).find("gatherA"), std::string::npos);
+  EXPECT_NE(d_act("deepseek-v3", moe::Fusion::kAuto).find("gatherA"), std::string::npos);
+  EXPECT_EQ(d_act("deepseek-v3", moe::Fusion::kOff).find("gatherA"), std::string::npos);
+  // deepseek-v3's dy at a quarter size: 3584 bytes a token, past 64 MiB at 18725 tokens
+  EXPECT_EQ(d_act("deepseek-v3", moe::Fusion::kAuto, 18725).find("gatherA"), std::string::npos);
+  EXPECT_NE(d_act("mixtral-8x7b", moe::Fusion::kAuto).find("gatherA"), std::string::npos);
+  EXPECT_EQ(d_act("llama4-scout", moe::Fusion::kOn).find("gatherA"), std::string::npos);
 }
 
 // SwiGLU in the up projection's epilogue (DeviceMoeOptions::swiglu_in_up_gemm), alone and with

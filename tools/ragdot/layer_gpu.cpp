@@ -19,6 +19,13 @@ namespace ragdot::cli {
 
 namespace {
 
+// The line of DeviceMoeLayer::describe() that starts with `prefix` ("routed up: "), or "".
+std::string plan_line(const std::string& describe, const std::string& prefix) {
+  std::size_t at = describe.rfind("\n" + prefix);
+  at = describe.compare(0, prefix.size(), prefix) == 0 ? 0 : at == std::string::npos ? at : at + 1;
+  return at == std::string::npos ? std::string() : describe.substr(at, describe.find('\n', at) - at);
+}
+
 enum LayerTensor { kX = 1, kRouter, kRouterBias, kWUp, kWDown, kSharedUp, kSharedDown, kDy };
 
 // The parameters, inputs and gradients of one layer in device memory, shared by every path.
@@ -108,11 +115,16 @@ PathResult run_path(const std::string& name, const moe::DeviceMoeOptions& option
     bool asked;
     const char* variant_says;
     const char* what;
-  } fusions[] = {{options.gather_in_up_gemm == moe::Fusion::kOn, "gatherA", "the gather into the up projection"},
-                 {options.swiglu_in_up_gemm, "swiglu", "the SwiGLU into the up projection"},
-                 {options.combine_in_down_gemm, "scatter", "the combine into the down projection"}};
+    const char* gemm;  // the plan's line in describe()
+  } fusions[] = {{options.gather_in_up_gemm == moe::Fusion::kOn, "gatherA", "the gather into the up projection",
+                  "routed up: "},
+                 {options.gather_in_down_data_grad == moe::Fusion::kOn, "gatherA",
+                  "dy's gather into the down projection's data gradient", "routed d_act: "},
+                 {options.swiglu_in_up_gemm, "swiglu", "the SwiGLU into the up projection", "routed up with SwiGLU"},
+                 {options.combine_in_down_gemm, "scatter", "the combine into the down projection",
+                  "routed down adding"}};
   for (const auto& f : fusions) {
-    if (f.asked && r.plans.find(f.variant_says) == std::string::npos) {
+    if (f.asked && plan_line(r.plans, f.gemm).find(f.variant_says) == std::string::npos) {
       r.error = std::string("not fused: the cuda backend cannot fuse ") + f.what + " here";
       return r;
     }
@@ -327,11 +339,14 @@ int run_gpu_layer(const GpuLayerRequest& rq) {
   std::vector<PathResult> paths;
   moe::DeviceMoeOptions ours_options;
   ours_options.gather_in_up_gemm = rq.gather;
+  ours_options.gather_in_down_data_grad = rq.gather_dy;
   ours_options.swiglu_in_up_gemm = rq.fused_swiglu;
   ours_options.combine_in_down_gemm = rq.fused_combine;
   std::string ours_name = "ragdot (cuda)";
   if (rq.gather == moe::Fusion::kOn) ours_name += ", gather fused into the up projection";
   if (rq.gather == moe::Fusion::kOff) ours_name += ", gather kernel first";
+  if (rq.gather_dy == moe::Fusion::kOn) ours_name += ", dy gathered in the down projection's data gradient";
+  if (rq.gather_dy == moe::Fusion::kOff) ours_name += ", combine backward first";
   if (rq.fused_swiglu) ours_name += ", SwiGLU fused into the up projection";
   if (rq.fused_combine) ours_name += ", combine fused into the down projection";
   paths.push_back(run_path(ours_name, ours_options, c, rq, *tensors, *mem, rq.baselines));
@@ -355,7 +370,7 @@ int run_gpu_layer(const GpuLayerRequest& rq) {
     // ragdot with the other of the gather's two paths: the up projection reading x through the
     // sort's index, or the gather kernel first (whichever ragdot's path did not take): what the
     // fusion gains or costs here
-    if (paths[0].plans.find("gatherA") != std::string::npos) {
+    if (plan_line(paths[0].plans, "routed up: ").find("gatherA") != std::string::npos) {
       moe::DeviceMoeOptions first;
       first.gather_in_up_gemm = moe::Fusion::kOff;
       paths.push_back(run_path("ragdot (cuda), gather kernel first", first, c, rq, *tensors, *mem, false));
