@@ -154,13 +154,18 @@ bool gathers_in_up_gemm(Fusion asked, const MoeConfig& c, std::int64_t tokens) {
 
 // Whether the routed down projection's data gradient tries to read dy through the sort's token
 // index (the cuda backend may still refuse). Never for Llama-4 (its combine weight is 1 and its
-// backward scales the inputs instead). kAuto: the width rule of gathers_in_up_gemm for the
-// gradient's ffn columns, and dy of at most 64 MiB.
+// backward scales the inputs instead). kAuto: where it measured faster on an H100 (2026-12-06,
+// bench/RESULTS.md): the combine's backward then only writes the scaled rows (qwen3-30b-a3b:
+// 0.065 against 0.125 ms at 4096 tokens, 0.154 against 0.264 at 8192), and the gradient's ragged
+// dot on gathered rows costs less than that below ~1024 columns (768: 0.247 against 0.249 and
+// 0.419 against 0.382 ms, on one CTA per tile). At deepseek-v3's 2048 columns the gathered plain
+// tile lost what the swapped tile of the plain path gains (3.097 against 2.918 ms, a wash with the
+// combine's 0.16 ms), at mixtral-8x7b's 14336 it lost 0.38 ms. dy of at most 64 MiB, as for x.
 bool gathers_in_down_data_grad(Fusion asked, const MoeConfig& c, std::int64_t tokens) {
   if (c.router == RouterKind::kLlama4 || asked == Fusion::kOff) return false;
   if (asked == Fusion::kOn) return true;
   const std::int64_t dy_bytes = tokens * c.hidden * 2;  // bf16 gradient
-  return c.ffn > 256 && c.ffn <= 4096 && dy_bytes <= (std::int64_t(64) << 20);
+  return c.ffn > 256 && c.ffn <= 1024 && dy_bytes <= (std::int64_t(64) << 20);
 }
 
 double median(std::vector<double> v) {

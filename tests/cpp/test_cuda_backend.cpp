@@ -257,29 +257,34 @@ TEST(CudaBackend, HopperFamilyLayoutsPatternsAndOffset) {
 // rows repeated, out of order and outside the table (zeros), every group pattern, both weight
 // layouts, 16-bit and f32 outputs, and a table shorter and longer than the rows; three runs each,
 // bitwise the same. Under `spec`: the planner's choice ("": CTA pairs along n, each CTA gathering
-// half of the rows and sending it to the other, where n > 256 and the outputs are 16-bit; one CTA
-// per tile otherwise) or one CTA per tile everywhere ("cluster=1"). The shapes give a pair tile
-// with columns for both CTAs, n = 8 past a pair tile (the second tile's rank 1 has no columns),
-// n within one tile, groups of 40 rows (the upper half of most tiles is rows past the group), and
-// k = 1000 (16 k steps a tile: the ring wraps within a tile);
-// then the SwiGLU epilogue on gathered rows. `small`: two shapes and two patterns (for
+// half of the rows and sending it to the other, where n has an even number of 256-column tiles and
+// the outputs are 16-bit; one CTA per tile otherwise), one CTA per tile everywhere ("cluster=1"),
+// or pairs everywhere ("cluster=2n", 16-bit outputs only: a pair with an odd number of column
+// tiles has a CTA without columns in every row block's last pair, and n within one tile leaves
+// rank 1 without columns everywhere; the planner never makes those, the override can). The shapes
+// give pair tiles with columns for both CTAs, n = 8 past a pair tile (the last pair's rank 1 has
+// 8 columns), an odd number of tiles, n within one tile, groups of 40 rows (the upper half of
+// most tiles is rows past the group), and k = 1000 (16 k steps a tile: the ring wraps within a
+// tile); then the SwiGLU epilogue on gathered rows. `small`: two shapes and two patterns (for
 // compute-sanitizer). Elsewhere the cuda backend must say it does not gather.
 void check_gathered_rows(const char* spec, bool small) {
   ScopedVariant variant(spec);
   const bool hopper = device_is_hopper();
   const std::vector<Shape> shapes =
-      small ? std::vector<Shape>{{300, 128, 520, 3}, {200, 64, 200, 2}}
-            : std::vector<Shape>{{1000, 192, 320, 4}, {777, 136, 264, 3}, {600, 64, 1032, 3}, {300, 128, 520, 8},
-                                 {240, 72, 600, 6}, {200, 64, 200, 2}, {300, 1000, 520, 3}};
+      small ? std::vector<Shape>{{300, 128, 520, 3}, {200, 64, 200, 2}, {240, 72, 776, 3}}
+            : std::vector<Shape>{{1000, 192, 320, 4}, {777, 136, 264, 3}, {600, 64, 776, 3}, {300, 128, 520, 8},
+                                 {240, 72, 1000, 6}, {200, 64, 200, 2}, {300, 1000, 1000, 3}};
   const std::vector<GroupPattern> patterns =
       small ? std::vector<GroupPattern>{GroupPattern::kRandom, GroupPattern::kPartialSum}
             : std::vector<GroupPattern>(std::begin(kPatterns), std::end(kPatterns));
-  const bool one_cta = std::string(spec) == "cluster=1";
+  const bool one_cta = std::string(spec) == "cluster=1", forced_pairs = std::string(spec) == "cluster=2n";
+  // the planner's rule, kernel_variant.cpp's column_tiles_pair_up
+  const auto planner_pairs = [](std::int64_t n) { return n > 256 && ((n + 255) / 256) % 2 == 0; };
   workloads::SplitMix64 rng(41);
-  std::uint64_t seed = one_cta ? 9600 : 9000;
+  std::uint64_t seed = one_cta ? 9600 : forced_pairs ? 9300 : 9000;
   int cases = 0, gathered_plans = 0, expected_pairs = 0, pair_plans = 0;
   for (DType dt : {DType::kBF16, DType::kF16}) {
-    for (DType out : dt == DType::kBF16 ? std::vector<DType>{dt, DType::kF32} : std::vector<DType>{dt}) {
+    for (DType out : dt == DType::kBF16 && !forced_pairs ? std::vector<DType>{dt, DType::kF32} : std::vector<DType>{dt}) {
       for (const Shape& sh : shapes) {
         for (GroupPattern pat : patterns) {
           for (bool nk : {false, true}) {
@@ -298,7 +303,7 @@ void check_gathered_rows(const char* spec, bool small) {
             gathered_plans += plan.find("gatherA") != std::string::npos;
             const bool pairs = plan.find("cluster2n") != std::string::npos;
             pair_plans += pairs;
-            const bool should_pair = !one_cta && sh.n > 256 && out == dt;
+            const bool should_pair = forced_pairs || (!one_cta && planner_pairs(sh.n) && out == dt);
             expected_pairs += should_pair;
             if (hopper) EXPECT_EQ(pairs, should_pair) << c.description << ": " << plan;
           }
@@ -306,11 +311,12 @@ void check_gathered_rows(const char* spec, bool small) {
       }
     }
   }
-  // and with the SwiGLU epilogue (the MoE layer's up projection fusing both), which pairs too
-  // where its [gate | up] width n > 256: halves of 256 and of 520 columns (gate boxes past ffn)
+  // and with the SwiGLU epilogue (the MoE layer's up projection fusing both), which pairs by the
+  // same rule on its [gate | up] width n: halves of 256, of 392 (four tiles, gate boxes past ffn)
+  // and of 520 (five tiles)
   if (!small) {
     for (DType dt : {DType::kBF16, DType::kF16}) {
-      for (const Shape& sh : {Shape{600, 128, 2 * 256, 4}, Shape{300, 64, 2 * 520, 3}}) {
+      for (const Shape& sh : {Shape{600, 128, 2 * 256, 4}, Shape{300, 64, 2 * 392, 3}, Shape{300, 64, 2 * 520, 3}}) {
         for (GroupPattern pat : kPatterns) {
           verify::Case c = mode1_case(sh, verify::make_group_sizes(pat, sh.g, sh.m, rng), dt, dt, false);
           c.swiglu = true;
@@ -323,8 +329,9 @@ void check_gathered_rows(const char* spec, bool small) {
           gathered_plans += plan.find("gatherA") != std::string::npos && plan.find("swiglu") != std::string::npos;
           const bool pairs = plan.find("cluster2n") != std::string::npos;
           pair_plans += pairs;
-          expected_pairs += !one_cta;
-          if (hopper) EXPECT_EQ(pairs, !one_cta) << c.description << ": " << plan;
+          const bool should_pair = forced_pairs || (!one_cta && planner_pairs(sh.n));
+          expected_pairs += should_pair;
+          if (hopper) EXPECT_EQ(pairs, should_pair) << c.description << ": " << plan;
         }
       }
     }
@@ -349,6 +356,11 @@ TEST(CudaBackend, HopperGatheredRows) {
 TEST(CudaBackend, HopperGatheredRowsOneCta) {
   REQUIRE_GPU();
   check_gathered_rows("cluster=1", false);
+}
+
+TEST(CudaBackend, HopperGatheredRowsSmallForcedPairs) {
+  REQUIRE_GPU();
+  check_gathered_rows("cluster=2n", true);
 }
 
 // CTA pairs of the Hopper family: two CTAs of a cluster take one tile together, along m (256

@@ -698,10 +698,15 @@ TEST(CudaCodegen, PlannerPairsGatheredRowsAlongN) {
     EXPECT_TRUE(v.swiglu);
     EXPECT_TRUE(v.pairs_along_n()) << v.name();
   }
-  // one CTA: n within one tile, f32 outputs, rows added into a table
+  // one CTA: n within one tile, an odd number of column tiles (qwen3-30b-a3b's 768-column data
+  // gradient on dy's gathered rows; a pair would leave a CTA without columns in every row block),
+  // f32 outputs, rows added into a table
   {
     EXPECT_EQ(chosen(problem(1000, 192, 256, 4, DType::kBF16)).cluster, 1);
     EXPECT_EQ(chosen(problem(1000, 192, 200, 4, DType::kBF16)).cluster, 1);
+    EXPECT_EQ(chosen(problem(32768, 2048, 768, 128, DType::kBF16, true)).cluster, 1);
+    EXPECT_EQ(chosen(problem(1000, 192, 1032, 4, DType::kBF16)).cluster, 1);  // five tiles
+    EXPECT_EQ(chosen(problem(1000, 192, 776, 4, DType::kBF16)).cluster, 2);   // four, the last 8 wide
     auto f32 = problem(32768, 2048, 1536, 128, DType::kBF16);
     f32.out_dtype = DType::kF32;
     EXPECT_EQ(chosen(f32).cluster, 1);

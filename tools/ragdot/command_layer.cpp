@@ -58,7 +58,7 @@ CommandHelp layer_help() {
       {"no-baseline", "", "do not run the padded baselines"},
       {"fused-gather", "", "GPU: the up projection reads x through the sort's index instead of after\nthe gather kernel, wherever the cuda backend can (DeviceMoeOptions::gather_in_up_gemm;\nby default only where that measured faster: up projections of 257 to 4096 columns,\nx of at most 64 MiB)"},
       {"no-fused-gather", "", "GPU: the gather kernel first, everywhere"},
-      {"fused-dy-gather", "", "GPU: backward's down projection reads dy through the sort's index for the\ndata gradient and the activation's backward makes the combine weights' gradient, so\nno step reads the expert outputs back, wherever the cuda backend can\n(DeviceMoeOptions::gather_in_down_data_grad; by default for ffn widths of 257 to 4096,\ndy of at most 64 MiB)"},
+      {"fused-dy-gather", "", "GPU: backward's down projection reads dy through the sort's index for the\ndata gradient and the activation's backward makes the combine weights' gradient, so\nno step reads the expert outputs back, wherever the cuda backend can\n(DeviceMoeOptions::gather_in_down_data_grad; by default for ffn widths of 257 to 1024,\ndy of at most 64 MiB)"},
       {"no-fused-dy-gather", "", "GPU: the combine's backward first, everywhere"},
       {"fused-swiglu", "", "GPU: the up projection applies SwiGLU in its epilogue instead of a SwiGLU\nkernel after it (where the cuda backend can; DeviceMoeOptions::swiglu_in_up_gemm)"},
       {"fused-combine", "", "GPU: the down projection adds its weighted rows into the tokens' outputs\ninstead of the combine kernel reading them back (where the cuda backend can;\nDeviceMoeOptions::combine_in_down_gemm)"},

@@ -128,11 +128,20 @@ KernelVariant unswapped(KernelVariant v, const DeviceTraits& d, std::int64_t gro
 // of a pair gathers half of the tile's rows with cp.async and sends it to the other, so an SM's
 // cp.async copies, which alone fall behind the tensor cores, carry half the rows. For 256-wide
 // tiles with 16-bit outputs of the input type (the MoE layer's up projection; CI compiles those)
-// and three stages or more (what the GPU tests have run); the planner pairs them where n has
-// columns for both CTAs (n > bn).
+// and three stages or more (what the GPU tests have run); the planner pairs them where n's column
+// tiles pair up (column_tiles_pair_up).
 bool pairs_gathered_rows(const KernelVariant& v) {
   return v.gather_a && v.mode == 1 && v.bn == 256 && v.out == v.lhs && v.out != DType::kF32 && !v.scatter_out &&
          !v.split_tail && !v.tma_store && v.stages >= 3;
+}
+// A pair takes two adjacent column tiles. With an odd number of them the last pair of every row
+// block has a CTA without columns that still gathers and sends its half of the rows, an SM's time
+// spent on no outputs: on an H100, qwen3-30b-a3b's 768-column data gradient (three tiles) on rows
+// gathered from dy took 0.520 ms in pairs against 0.419 on one CTA per tile (8192 tokens), while
+// its 1536-column up projection (six tiles) gains from them (bench/RESULTS.md, 2026-12-06).
+bool column_tiles_pair_up(std::int64_t n, int bn) {
+  const std::int64_t tiles = (n + bn - 1) / bn;
+  return tiles >= 2 && tiles % 2 == 0;
 }
 // The forward's TMA-store epilogue applies to the plain epilogue with 16-bit outputs of the input
 // type (the SwiGLU and table-row epilogues have their own; CI compiles no mixed types there).
@@ -429,7 +438,7 @@ Result<KernelVariant> choose_variant(const core::GroupGemmProblem& p, const Devi
                          "rhs [G, K, N], N / 2 a multiple of 8)");
     KernelVariant v = wgmma_variant(mode, p.lhs_dtype, p.out_dtype, b_k, p.n >= 256 ? 256 : 128, d, gather);
     v.swiglu = true;
-    if (p.n > v.bn && pairs_gathered_rows(v)) return in_gathered_pairs(v);
+    if (column_tiles_pair_up(p.n, v.bn) && pairs_gathered_rows(v)) return in_gathered_pairs(v);
     if (v.stages >= 2) return v;
     return unsupported("the SwiGLU epilogue's tile does not fit in shared memory");
   }
@@ -437,7 +446,7 @@ Result<KernelVariant> choose_variant(const core::GroupGemmProblem& p, const Devi
     KernelVariant v = wgmma_variant(mode, p.lhs_dtype, p.out_dtype, b_k, p.n >= 256 ? 256 : 128, d, gather);
     if (v.stages >= 2 && mode == 1 && !gather && swapped_operands_pay(p))
       return swapped(v, d, compiled_table_for(p.num_groups + p.computed_groups));
-    if (p.n > v.bn && pairs_gathered_rows(v)) return in_gathered_pairs(v);
+    if (column_tiles_pair_up(p.n, v.bn) && pairs_gathered_rows(v)) return in_gathered_pairs(v);
     if (v.stages >= 2) return v;
   }
   // Only the wgmma family reads A through a row index; elsewhere the caller gathers first.
