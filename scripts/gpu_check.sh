@@ -85,8 +85,9 @@ if [ $run_tests = 1 ]; then
       small=""
       case $t in
         *ClusterPairsSmall* | *SplitTailSmall | *SwappedOperandsSmall | *WeightGradientStripsSmall | *MixedOrderSmall | \
-          *GatheredRowsSmall | *GatheredRowsSmallForcedPairs) limit=60 ;;
+          *GatheredRowsSmall | *GatheredRowsSmallForcedPairs | *GatheredWeightGradientSmall) limit=60 ;;
         *HopperGatheredRows | *HopperGatheredRowsOneCta) small=CudaBackend.HopperGatheredRowsSmall ;;
+        *HopperGatheredWeightGradient) small=CudaBackend.HopperGatheredWeightGradientSmall ;;
         *ClusterPairsAlong*) small=${t/ClusterPairs/ClusterPairsSmall} ;;
         *HopperSplitTail*) small=CudaBackend.HopperSplitTailSmall ;;
         *HopperSwappedOperands | *HopperWeightGradientStrips | *HopperForwardTmaStore | *HopperMixedOrder) small=${t}Small ;;
@@ -176,7 +177,8 @@ if [ $run_tests = 1 ] && [ $run_sanitizer = 1 ]; then
   done
   # the TMA-store, SwiGLU and scatter epilogues and split tiles, likewise once their matrices passed
   for small in HopperWeightGradientTmaStore HopperForwardTmaStore HopperSwigluEpilogue HopperScatterAddRows \
-               HopperSplitTail HopperSwappedOperands HopperWeightGradientStrips HopperMixedOrder HopperGatheredRows; do
+               HopperSplitTail HopperSwappedOperands HopperWeightGradientStrips HopperMixedOrder HopperGatheredRows \
+               HopperGatheredWeightGradient; do
     if [ -z "${RAGDOT_SANITIZE_FILTER:-}" ] && grep -q "$small exit 0" "$OUT/gpu_tests.txt"; then
       filter="$filter:CudaBackend.${small}Small"
     fi

@@ -73,7 +73,7 @@ struct DeviceMoeOptions {
   // The routed up projection reads its rows straight from x through the sort's token index
   // (PlanOptions::lhs_gather_rows) instead of after a gather kernel, where the cuda backend can
   // (Hopper, not Llama-4's scaled rows, not with expert parallelism): no [T k, H] copy of the
-  // rows in forward (backward still makes it, for the weight gradient). The Hopper kernel runs
+  // rows in forward (nor in backward: gather_in_up_weight_grad). The Hopper kernel runs
   // such tiles in CTA pairs, each gathering half of the rows. kAuto, the default, fuses where that
   // measured faster: up projections 2F of more than 256 and at most 4096 columns, where the
   // gather kernel's bytes are a large part of the projection, and x of at most 64 MiB, where the
@@ -82,6 +82,12 @@ struct DeviceMoeOptions {
   // rows then); not mixtral-8x7b's 28672 columns (0.93x), nor deepseek-v3 at 8192 tokens (112 MiB
   // of x: 0.99x). bench/RESULTS.md has the numbers.
   Fusion gather_in_up_gemm = Fusion::kAuto;
+  // Backward: where the up projection reads x through the index (gather_in_up_gemm), its weight
+  // gradient (mode 2) reads x so too, as the lhs rows it contracts over (PlanOptions::
+  // lhs_gather_rows on a mode 2 op; the Hopper family's mode 2 tile copies them with cp.async), so
+  // backward runs no gather kernel and writes no [T k, H] rows. kOff: backward gathers the rows
+  // first, for the plain weight-gradient tile. kAuto and kOn: wherever the cuda backend can.
+  Fusion gather_in_up_weight_grad = Fusion::kAuto;
   // Backward: the routed down projection's data gradient reads dy straight through the sort's
   // token index (PlanOptions::lhs_gather_rows), before the combine weights, where the cuda backend
   // can (Hopper; not Llama-4, whose combine weight is 1). The activation's backward then applies

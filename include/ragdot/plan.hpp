@@ -53,11 +53,13 @@ struct PlanOptions {
   // Set: capacity = ceil(factor * rows / groups); rows beyond it are dropped (their output is 0).
   std::optional<double> padded_capacity_factor;
   std::optional<std::int64_t> padded_max_group_rows;
-  // Gathered lhs rows (mode 1, lhs [M, K] with no batch dims): execute's lhs is then a table of
-  // this many rows [R, K], and ExecuteArgs::lhs_rows an int32[M] index: row i of the op's lhs is
-  // table row lhs_rows[i]; an index outside [0, R) reads a row of zeros. An MoE layer passes its
-  // tokens and their sorted order here instead of copying every routed row first. Backends that
-  // cannot gather do not take such plans (the cuda backend gathers on Hopper, cpu_ref anywhere).
+  // Gathered lhs rows (mode 1, lhs [M, K], or mode 2, lhs [K, M] ragged along K, with no batch
+  // dims): execute's lhs is then a table of this many rows ([R, K] or [R, M]), and
+  // ExecuteArgs::lhs_rows an int32 index with one entry per lhs row (M, or K): row i of the op's
+  // lhs is table row lhs_rows[i]; an index outside [0, R) reads a row of zeros. An MoE layer passes
+  // its tokens and their sorted order here instead of copying every routed row first: for its up
+  // projection (mode 1) and that projection's weight gradient (mode 2). Backends that cannot gather
+  // do not take such plans (the cuda backend gathers on Hopper, cpu and cpu_ref anywhere).
   std::optional<std::int64_t> lhs_gather_rows;
   // SwiGLU epilogue (mode 1, lhs [M, K], rhs [G, K, N] or [G, N, K] with N even, out [M, N]
   // row-major): the plan's output is the activation [M, N / 2] instead of the product, with
@@ -102,7 +104,7 @@ struct ExecuteArgs {
   MutableBuffer workspace;   // at least Plan::workspace_bytes(); may be empty when that is 0
   void* stream = nullptr;    // CUstream for device backends; ignored by host backends
   ExecuteReport* report = nullptr;
-  ConstBuffer lhs_rows;      // int32[M]; only when planned with PlanOptions::lhs_gather_rows
+  ConstBuffer lhs_rows;      // int32[M] (mode 2: [K]); only when planned with PlanOptions::lhs_gather_rows
   ConstBuffer out_rows;      // int32[M]; only when planned with PlanOptions::out_scatter_rows
   ConstBuffer row_scales;    // float32[M]; the same
 };

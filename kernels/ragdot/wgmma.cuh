@@ -327,6 +327,8 @@ struct Kernel {
   static constexpr bool kPairN = kCluster == 4 || (kCluster == 2 && V::kClusterAlongN);   // split columns, share A
   // gathered rows in n pairs: each CTA gathers half of the tile's rows and sends them to the other
   static constexpr bool kGatherPair = V::kGatherA && kCluster == 2 && V::kClusterAlongN;
+  static_assert(!V::kGatherA || V::kMode == 1 || (V::kCluster == 1 && !V::kSplitTail),
+                "gathered rows in mode 2: one CTA per tile");
   static_assert(kCluster == 1 || ((kCluster == 2 || kCluster == 4) && (!V::kGatherA || kGatherPair) &&
                                   (kBN % 128 == 0 || !kPairM)),
                 "m pairs split B's boxes evenly; gathered rows pair only along n");
@@ -419,8 +421,9 @@ struct Kernel {
 
     if (warp < 4) {
       regs_dealloc<56>();  // 128 x 56 + 256 x 224 = the 384 x 168 registers the CTA was given
-      if (kGatherPair) produce_gathered_pair(p, sched, map_b, ring, full_bar, empty_bar, gathered_bar);
-      else if (V::kGatherA) produce_gathered(p, sched, map_b, ring, full_bar, empty_bar);
+      if constexpr (kGatherPair) produce_gathered_pair(p, sched, map_b, ring, full_bar, empty_bar, gathered_bar);
+      else if constexpr (V::kGatherA && V::kMode == 2) produce_gathered_k(p, sched, map_b, ring, full_bar, empty_bar);
+      else if constexpr (V::kGatherA) produce_gathered(p, sched, map_b, ring, full_bar, empty_bar);
       else if (warp == 0 && lane == 0) produce(p, sched, map_a, map_b, ring, full_bar, empty_bar);
     } else {
       regs_alloc<224>();
@@ -676,6 +679,70 @@ struct Kernel {
           const bool in = index[j] >= 0 && kk < k;
           const u16* src = in ? table + (i64)index[j] * p.lhs_m + kk : table;
           cp_async_16(a_dst + j * (16 * 128), src, in ? 16u : 0u);
+        }
+        cp_async_arrive(full);
+      }
+    }
+  }
+
+  // Gathered A in mode 2 (the weight gradient of a projection that read its rows through an
+  // index): the gathered rows are k here, a tile's k step 64 of them, each row's 128 columns of m
+  // in the two 64-column boxes (128 bytes a row each, 128B-swizzled as TMA would place them). The
+  // rows change with every k step, so each thread loads the index of its four rows (k0 + i / 8 +
+  // 16 j) before it waits for the stage, and copies piece c = i % 8 of each of them in both boxes.
+  // Rows past the group (which the consumers zero anyway) and outside the table are zero-filled.
+  // Thread 0 also takes the tiles and issues B's TMA loads, as produce() does.
+  static __device__ __forceinline__ void produce_gathered_k(const RagdotKernelParams& p, const Sched& sched,
+                                                            const TensorMap* map_b, u32 ring, const u64* full_bars,
+                                                            const u64* empty_bars) {
+    constexpr int kRowsPerThread = kBK / 16;
+    const u32 full_bar = smem_address(full_bars), empty_bar = smem_address(empty_bars);
+    const int tid = threadIdx.x, piece = tid & 7, row0 = tid >> 3;
+    const u32 dst_offset = row0 * 128 + ((piece ^ (row0 & 7)) << 4);
+    const u16* table = (const u16*)p.lhs;
+    u32 it = 0;
+    for (u32 n = 0;; ++n) {
+      if (tid == 0) next_tile(p, sched, n);
+      const int t = take_tile(n);
+      if (t < 0) break;
+      int m0, n0, kt_begin, kt_end;
+      i64 k_begin, k_end;
+      {
+        const Unit w = unit_of(t);
+        const Tile tile = sched.tile(p, w.tile);
+        if (tile.zero) continue;
+        m0 = (int)tile.m0;
+        n0 = (int)tile.n0;
+        k_begin = tile.k_begin;
+        k_end = tile.k_begin + tile.k_len;
+        unit_k_steps(w, (int)ceil_div(tile.k_len, kBK), kt_begin, kt_end);
+      }
+      for (int kt = kt_begin; kt < kt_end; ++kt, ++it) {
+        const u32 s = it % kStages, phase = (it / kStages) & 1;
+        const u32 full = full_bar + 8 * s;
+        const i64 k0 = k_begin + (i64)kt * kBK;
+        int index[kRowsPerThread];  // table row of each of this thread's rows of the step, -1: zeros
+#pragma unroll
+        for (int j = 0; j < kRowsPerThread; ++j) {
+          const i64 r = k0 + row0 + 16 * j;
+          const int i = r < k_end ? p.lhs_rows[r] : -1;
+          index[j] = i >= 0 && (i64)i < p.lhs_table_rows ? i : -1;
+        }
+        mbar_wait(empty_bar + 8 * s, phase ^ 1);
+        const u32 a_dst = ring + s * kStageBytes + dst_offset, b_dst = ring + s * kStageBytes + kATileBytes;
+        if (tid == 0) {
+          mbar_expect_tx(full, kBTileBytes);
+          load_b(b_dst, map_b, full, n0, (int)k0, 0, 0, 0);
+        }
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+          const int col = m0 + 64 * half + piece * 8;  // m is a multiple of 8: a piece is all in or all out
+#pragma unroll
+          for (int j = 0; j < kRowsPerThread; ++j) {
+            const bool in = index[j] >= 0 && col < (int)p.m;
+            const u16* src = in ? table + (i64)index[j] * p.lhs_k + col : table;
+            cp_async_16(a_dst + half * (kATileBytes / 2) + j * (16 * 128), src, in ? 16u : 0u);
+          }
         }
         cp_async_arrive(full);
       }

@@ -65,7 +65,7 @@ void execute_arrays(const SpecArgs& spec_args, const ArrayCall& call, const std:
     if (spec.lhs.rank() != 2 || std::int64_t(rows.shape(0)) != spec.lhs.shape[0])
       throw nb::value_error("lhs_rows needs one index per row of a 2-D lhs");
     if (call.lhs.ndim() != 2 || std::int64_t(call.lhs.shape(1)) != spec.lhs.shape[1])
-      throw nb::value_error("with lhs_rows, lhs is a table of rows [r, k] with the op's k");
+      throw nb::value_error("with lhs_rows, lhs is a table of rows [r, c] as long as the op's lhs rows");
     table_rows = std::int64_t(call.lhs.shape(0));
   }
 

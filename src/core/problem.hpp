@@ -54,8 +54,9 @@ struct GroupGemmProblem {
 
   std::optional<Relayout> lhs_relayout, rhs_relayout;
 
-  // PlanOptions::lhs_gather_rows: lhs is a table of this many rows (lhs_m apart), read through an
-  // int32[m] row index; lhs_elements then counts the table.
+  // PlanOptions::lhs_gather_rows: lhs is a table of this many rows, read through a row index:
+  // mode 1 int32[m] (rows lhs_m apart), mode 2 int32[k] (the contracting rows, lhs_k apart);
+  // lhs_elements then counts the table.
   std::optional<std::int64_t> lhs_gather_rows;
 
   // PlanOptions::swiglu_epilogue: out is the [m, n / 2] activation of the product's [gate | up]

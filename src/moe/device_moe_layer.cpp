@@ -189,6 +189,8 @@ struct DeviceMoeLayer::State {
   Buffers b;
   bool forwarded = false;
   bool gathered_up = false;  // plans[routed up] reads its rows from x through b.token_of
+  // plans[routed d_w_up] reads them so too (backward then runs no gather kernel for it)
+  bool gathered_up_grad = false;
   // plans[routed d_act] reads dy through b.token_of: backward's activation step then applies the
   // combine weights and makes their gradient, and no step reads the expert rows b.out
   bool gathered_down_grad = false;
@@ -444,11 +446,15 @@ struct DeviceMoeLayer::State {
     RAGDOT_RETURN_IF_ERROR(gemm(kRouted + kFfnDataGradIn, b.d_up, p.w_up, gs, b.d_rows, st));
     RAGDOT_RETURN_IF_ERROR(mark(mk, st, "up: d_rows"));
     if (g.d_w_up) {
-      if (gathered_up) {  // forward read x through the index: the sorted rows exist only now
-        RAGDOT_RETURN_IF_ERROR(perm->gather(x, nullptr, sorted(), t, k, h, kAct, b.rows, st));
-        RAGDOT_RETURN_IF_ERROR(mark(mk, st, "gather"));
+      if (gathered_up_grad) {  // forward read x through the index, and so does the weight gradient
+        RAGDOT_RETURN_IF_ERROR(gathered_gemm(kRouted + kFfnWeightGradUp, x, b.d_up, g.d_w_up, st));
+      } else {
+        if (gathered_up) {  // forward read x through the index: the sorted rows exist only now
+          RAGDOT_RETURN_IF_ERROR(perm->gather(x, nullptr, sorted(), t, k, h, kAct, b.rows, st));
+          RAGDOT_RETURN_IF_ERROR(mark(mk, st, "gather"));
+        }
+        RAGDOT_RETURN_IF_ERROR(gemm(kRouted + kFfnWeightGradUp, b.rows, b.d_up, gs, g.d_w_up, st));
       }
-      RAGDOT_RETURN_IF_ERROR(gemm(kRouted + kFfnWeightGradUp, b.rows, b.d_up, gs, g.d_w_up, st));
       RAGDOT_RETURN_IF_ERROR(mark(mk, st, "up: d_w"));
     }
     if (llama4()) {  // rows[r] = scale[t] x[t] -> d_scale[t] = sum over its pairs of d_rows[r] . x[t]
@@ -586,6 +592,17 @@ Result<DeviceMoeLayer> DeviceMoeLayer::create(const MoeConfig& c, std::int64_t t
         s->ws_bytes = std::max(s->ws_bytes, plan->workspace_bytes());
         s->plans.push_back(std::move(*plan));
         plan_swiglu_up(gathering);
+        continue;
+      }
+    }
+    // the up projection's weight gradient reads x through the index where the up projection does
+    if (int(i) == kRouted + kFfnWeightGradUp && s->gathered_up && o.gather_in_up_weight_grad != Fusion::kOff) {
+      PlanOptions gathering = routed;
+      gathering.lhs_gather_rows = tokens;
+      if (auto plan = make_plan(op, gathering); plan.ok()) {  // else: backward gathers the rows first
+        s->gathered_up_grad = true;
+        s->ws_bytes = std::max(s->ws_bytes, plan->workspace_bytes());
+        s->plans.push_back(std::move(*plan));
         continue;
       }
     }

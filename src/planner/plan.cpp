@@ -88,7 +88,9 @@ Status Plan::execute(const ExecuteArgs& a) const {
   if (p.has_group_offset) {
     RAGDOT_RETURN_IF_ERROR(check_buffer("group_offset", a.group_offset, 1, DType::kI32, bp.memory_space, 0));
   }
-  const std::int64_t index_rows = p.lhs_gather_rows ? p.m : 0, scatter_rows = p.out_scatter_rows ? p.m : 0;
+  // the gathered rows: m in mode 1, the contracting k in mode 2
+  const std::int64_t index_rows = p.lhs_gather_rows ? (p.mode == RaggedMode::kContracting ? p.k : p.m) : 0;
+  const std::int64_t scatter_rows = p.out_scatter_rows ? p.m : 0;
   if (p.lhs_gather_rows) {
     RAGDOT_RETURN_IF_ERROR(check_buffer("lhs_rows", a.lhs_rows, index_rows, DType::kI32, bp.memory_space, 0));
   }
@@ -177,14 +179,17 @@ Result<Plan> make_plan(const RaggedDot& op, const PlanOptions& given_options) {
   }
   if (options.lhs_gather_rows) {
     const std::int64_t rows = *options.lhs_gather_rows;
-    if (problem.mode != RaggedMode::kNonContracting || op.spec().lhs.rank() != 2 || !problem.is_single_batch() ||
-        problem.lhs_relayout || problem.lhs_k != 1) {
-      return invalid_argument("lhs_gather_rows: only a mode 1 op with a 2-D lhs [M, K] (K contiguous) gathers its rows; " +
-                              op.to_string() + " is not one");
+    // the lhs's rows are contiguous: mode 1's [M, K] (its rows are m), mode 2's [K, M] (the
+    // ragged contracting rows are k: the weight gradient of a projection that gathered them)
+    const bool mode1 = problem.mode == RaggedMode::kNonContracting, mode2 = problem.mode == RaggedMode::kContracting;
+    if (!(mode1 || mode2) || op.spec().lhs.rank() != 2 || !problem.is_single_batch() || problem.lhs_relayout ||
+        (mode1 ? problem.lhs_k : problem.lhs_m) != 1) {
+      return invalid_argument("lhs_gather_rows: only a mode 1 op with a 2-D lhs [M, K] (K contiguous) or a mode 2 op "
+                              "with a 2-D lhs [K, M] (M contiguous) gathers its rows; " + op.to_string() + " is not one");
     }
     if (rows < 0) return invalid_argument("lhs_gather_rows: " + std::to_string(rows) + " rows");
     problem.lhs_gather_rows = rows;
-    problem.lhs_elements = rows * problem.k;
+    problem.lhs_elements = rows * (mode1 ? problem.k : problem.m);
   }
   if (options.swiglu_epilogue) {
     if (!plain_row_major_mode1(op, problem)) {

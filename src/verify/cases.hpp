@@ -16,9 +16,10 @@ struct Case {
   std::vector<std::int64_t> group_sizes;  // flattened like the group_sizes tensor
   std::optional<std::int32_t> group_offset;
   std::string description;
-  // Gathered lhs (PlanOptions::lhs_gather_rows; mode 1, lhs [M, K]): when lhs_rows is not empty,
-  // execute gets a table of lhs_table_rows random rows and this int32[M] index into it (indices
-  // outside the table read zeros); the oracle gets the gathered rows as a plain lhs.
+  // Gathered lhs (PlanOptions::lhs_gather_rows; mode 1, lhs [M, K], or mode 2, lhs [K, M]): when
+  // lhs_rows is not empty, execute gets a table of lhs_table_rows random rows and this int32 index
+  // into it, one entry per lhs row (indices outside the table read zeros); the oracle gets the
+  // gathered rows as a plain lhs.
   std::vector<std::int32_t> lhs_rows;
   std::int64_t lhs_table_rows = 0;
   // The SwiGLU epilogue (PlanOptions::swiglu_epilogue; mode 1, out [M, N]): the plan writes the

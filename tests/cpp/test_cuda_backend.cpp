@@ -265,13 +265,13 @@ TEST(CudaBackend, HopperFamilyLayoutsPatternsAndOffset) {
 // give pair tiles with columns for both CTAs, n = 8 past a pair tile (the last pair's rank 1 has
 // 8 columns), an odd number of tiles, n within one tile, groups of 40 rows (the upper half of
 // most tiles is rows past the group), and k = 1000 (16 k steps a tile: the ring wraps within a
-// tile); then the SwiGLU epilogue on gathered rows. `small`: two shapes and two patterns (for
+// tile); then the SwiGLU epilogue on gathered rows. `small`: four shapes and two patterns (for
 // compute-sanitizer). Elsewhere the cuda backend must say it does not gather.
 void check_gathered_rows(const char* spec, bool small) {
   ScopedVariant variant(spec);
   const bool hopper = device_is_hopper();
   const std::vector<Shape> shapes =
-      small ? std::vector<Shape>{{300, 128, 520, 3}, {200, 64, 200, 2}, {240, 72, 776, 3}}
+      small ? std::vector<Shape>{{300, 128, 520, 3}, {200, 64, 200, 2}, {240, 72, 776, 3}, {160, 64, 512, 2}}
             : std::vector<Shape>{{1000, 192, 320, 4}, {777, 136, 264, 3}, {600, 64, 776, 3}, {300, 128, 520, 8},
                                  {240, 72, 1000, 6}, {200, 64, 200, 2}, {300, 1000, 1000, 3}};
   const std::vector<GroupPattern> patterns =
@@ -341,6 +341,59 @@ void check_gathered_rows(const char* spec, bool small) {
     EXPECT_EQ(pair_plans, expected_pairs);
     if (!one_cta) EXPECT_GE(expected_pairs * 4, cases) << "too few cases in pairs: the test misses its point";
   }
+}
+
+// The weight gradient on gathered rows (mode 2, lhs [K, M] whose K rows come through an index:
+// the MoE layer's up projection weights when forward read x through the sort's index), against
+// cpu_ref on the rows gathered first: every group pattern (empty groups, k tiles running past a
+// group's end, sums short of K), m past a multiple of the tile (zero-filled pieces) and of a box,
+// n within one tile and over several, rows repeated, out of order and outside the table, 16-bit
+// and f32 outputs; three runs each, bitwise the same, and every case planned on the gathering
+// mode 2 kernel. `small`: two shapes, two patterns.
+void check_gathered_weight_gradient(bool small) {
+  const bool hopper = device_is_hopper();
+  const std::vector<Shape> shapes =
+      small ? std::vector<Shape>{{136, 300, 264, 3}, {64, 200, 128, 2}}
+            : std::vector<Shape>{{256, 1000, 320, 4}, {136, 777, 264, 5}, {64, 300, 512, 3}, {392, 500, 136, 3},
+                                 {200, 400, 1040, 6}};
+  const std::vector<GroupPattern> patterns =
+      small ? std::vector<GroupPattern>{GroupPattern::kRandom, GroupPattern::kPartialSum}
+            : std::vector<GroupPattern>(std::begin(kPatterns), std::end(kPatterns));
+  workloads::SplitMix64 rng(43);
+  std::uint64_t seed = 9800;
+  int cases = 0, gathered_plans = 0;
+  for (DType dt : {DType::kBF16, DType::kF16}) {
+    for (DType out : {dt, DType::kF32}) {
+      for (const Shape& sh : shapes) {
+        for (GroupPattern pat : patterns) {
+          verify::Case c = shaped(2, sh.m, sh.k, sh.n, verify::make_group_sizes(pat, sh.g, sh.k, rng), dt, out);
+          c.lhs_table_rows = cases % 2 ? sh.k / 8 + 1 : sh.k + 50;
+          for (std::int64_t i = 0; i < sh.k; ++i) {
+            const std::uint64_t pick = rng.next() % 32;
+            c.lhs_rows.push_back(pick == 0   ? -1
+                                 : pick == 1 ? std::int32_t(c.lhs_table_rows)
+                                             : std::int32_t(rng.next() % std::uint64_t(c.lhs_table_rows)));
+          }
+          c.description += std::string(" k rows gathered from ") + std::to_string(c.lhs_table_rows) + " rows " +
+                           verify::group_pattern_name(pat);
+          ++cases;
+          const std::string plan = expect_cuda_pass(c, seed++, /*allow_unsupported=*/!hopper, /*repeats=*/3);
+          gathered_plans += plan.find("mode2") != std::string::npos && plan.find("gatherA") != std::string::npos;
+        }
+      }
+    }
+  }
+  if (hopper) EXPECT_EQ(gathered_plans, cases) << "a case was not planned on the gathering mode 2 kernel";
+}
+
+TEST(CudaBackend, HopperGatheredWeightGradientSmall) {
+  REQUIRE_GPU();
+  check_gathered_weight_gradient(true);
+}
+
+TEST(CudaBackend, HopperGatheredWeightGradient) {
+  REQUIRE_GPU();
+  check_gathered_weight_gradient(false);
 }
 
 TEST(CudaBackend, HopperGatheredRowsSmall) {

@@ -761,6 +761,46 @@ TEST(CudaCodegen, PlannerPairsGatheredRowsAlongN) {
                           [](const Candidate& c) { return c.spec == "cluster=2n" && c.variant.cluster == 2; }));
 }
 
+// The weight gradient on gathered rows (mode 2, lhs [K, M] read through an index of its K rows:
+// an MoE layer's up projection that read x through the sort's index): the Hopper family's mode 2
+// tile on one CTA with the rows copied by cp.async, as CI compiles it; keys it cannot take
+// (clusters, strips, the TMA-store epilogue) are errors, and measured plans time only the other
+// tile width.
+TEST(CudaCodegen, PlannerGathersTheWeightGradientsRows) {
+  const DeviceTraits hopper{9, 0, 227 * 1024};
+  const auto all = all_variants(hopper);
+  for (DType t : {DType::kBF16, DType::kF16}) {
+    for (std::int64_t n : {std::int64_t(1536), std::int64_t(200)}) {
+      core::GroupGemmProblem p;
+      p.mode = RaggedMode::kContracting;
+      p.lhs_dtype = p.rhs_dtype = p.out_dtype = t;
+      p.m = 2048, p.n = n, p.k = 32768;
+      p.num_groups = p.computed_groups = 128;
+      p.ragged_extent = p.k;
+      p.lhs_m = 1, p.lhs_k = p.m;
+      p.rhs_k = n, p.rhs_n = 1;
+      p.out_g = p.m * n, p.out_m = n, p.out_n = 1;
+      p.lhs_gather_rows = 4096;
+      const auto v = choose_variant(p, hopper);
+      ASSERT_TRUE(v.ok()) << v.status().to_string();
+      EXPECT_TRUE(v->gather_a && v->mode == 2 && v->cluster == 1 && !v->strips && !v->tma_store) << v->name();
+      EXPECT_NE(v->name().find("mode2"), std::string::npos) << v->name();
+      EXPECT_NE(std::find(all.begin(), all.end(), *v), all.end()) << v->name() << " is not compiled in CI";
+      const std::int64_t table = compiled_table_for(256);
+      for (const char* spec : {"cluster=2n", "strips=on", "epilogue=tma"})
+        EXPECT_FALSE(override_variant(*v, spec, hopper, table).ok()) << spec;
+      EXPECT_EQ(*override_variant(*v, "cluster=2", hopper, table), *v);  // gathered rows pair along n only
+      for (const Candidate& c : candidate_variants(p, hopper, *v)) {
+        EXPECT_TRUE(c.variant.gather_a && c.variant.mode == 2 && c.variant.cluster == 1 && !c.variant.strips &&
+                    !c.variant.tma_store)
+            << c.spec << ": " << c.variant.name();
+      }
+      // off Hopper the backend says it does not gather
+      EXPECT_FALSE(choose_variant(p, DeviceTraits{8, 0, 163 * 1024}).ok());
+    }
+  }
+}
+
 // The mixed tile order (kernels/ragdot/tile_order.h): opt-in (it did not pay on the GPU), for the
 // wgmma family's mode 1 up to what its packed table holds; `order=plain|auto|mix`; other families
 // and modes never take it; the key parses.

@@ -16,29 +16,31 @@
 namespace ragdot {
 namespace {
 
-// lhs [m, k] gathered from a table of `table_rows` rows, rhs [g, k, n].
+// Mode 1: lhs [m, k] gathered from a table of `table_rows` rows, rhs [g, k, n]. Mode 2 (the
+// weight gradient): lhs [k, m] ragged along k, its k rows gathered, rhs [k, n], out [g, m, n].
 verify::Case gathered_case(std::int64_t m, std::int64_t k, std::int64_t n, std::vector<std::int64_t> gs,
-                           std::int64_t table_rows, DType dt, std::uint64_t seed) {
-  verify::Case c;
-  const std::int64_t g = std::int64_t(gs.size());
-  c.spec = {{dt, {m, k}}, {dt, {g, k, n}}, {DType::kI32, {g}}, RaggedDotDimensionNumbers::ragged_dot(),
-            std::nullopt, std::nullopt};
-  c.group_sizes = std::move(gs);
+                           std::int64_t table_rows, DType dt, std::uint64_t seed, int mode = 1) {
+  auto made = verify::shaped_case(mode, m, k, n, gs, dt, std::nullopt);
+  EXPECT_TRUE(made.ok()) << made.status().to_string();
+  verify::Case c = made.ok() ? *made : verify::Case{};
   c.lhs_table_rows = table_rows;
   workloads::SplitMix64 rng(seed);
-  for (std::int64_t i = 0; i < m; ++i) {
+  const std::int64_t rows = mode == 2 ? k : m;
+  for (std::int64_t i = 0; i < rows; ++i) {
     // mostly rows of the table, repeated and out of order; some outside it (read as zeros)
     const std::uint64_t pick = rng.next() % 16;
     c.lhs_rows.push_back(pick == 0 ? -1 : pick == 1 ? std::int32_t(table_rows + 3)
                                                     : std::int32_t(rng.next() % std::uint64_t(table_rows)));
   }
-  c.description = "gathered lhs " + std::to_string(m) + " rows from " + std::to_string(table_rows);
+  c.description = "mode " + std::to_string(mode) + " gathered lhs " + std::to_string(rows) + " rows from " +
+                  std::to_string(table_rows);
   return c;
 }
 
-// cpu_ref and cpu against the float64 reference of the rows gathered first: small cases, and
-// for cpu one with several row strips, k blocks and column panels, on one and two threads and
-// with every kernel family this machine has.
+// cpu_ref and cpu against the float64 reference of the rows gathered first, in mode 1 and in
+// mode 2 (the same shapes with m and k swapped in meaning: the gathered rows are the ragged k):
+// small cases, and for cpu one with several row strips, k blocks and column panels, on one and
+// two threads and with every kernel family this machine has.
 TEST(GatheredRows, HostBackendsMatchTheRowsGatheredFirst) {
   struct Shape {
     std::int64_t m, k, n;
@@ -59,9 +61,12 @@ TEST(GatheredRows, HostBackendsMatchTheRowsGatheredFirst) {
     for (int threads : {1, 2}) {
       if (std::string(backend) == "cpu_ref" && threads == 2) continue;
       for (DType dt : {DType::kF32, DType::kBF16}) {
+        for (int mode : {1, 2})
         for (const Shape& sh : shapes) {
           if (std::string(backend) == "cpu_ref" && sh.k > 100) continue;  // the oracle's loops are slow
-          const verify::Case c = gathered_case(sh.m, sh.k, sh.n, sh.gs, sh.table, dt, seed);
+          // (mode 2: the shape's m rows are the ragged k its groups split)
+          const verify::Case c = mode == 1 ? gathered_case(sh.m, sh.k, sh.n, sh.gs, sh.table, dt, seed)
+                                           : gathered_case(sh.k, sh.m, sh.n, sh.gs, sh.table, dt, seed, 2);
           PlanOptions po;
           po.backend = backend;
           po.num_threads = threads;
@@ -96,18 +101,33 @@ TEST(GatheredRows, BackendsThatCannotGatherAreNotChosen) {
   }
 }
 
-TEST(GatheredRows, OnlyAModeOneTwoDimensionalLhsGathers) {
+TEST(GatheredRows, OnlyATwoDimensionalLhsWithContiguousRowsGathers) {
   PlanOptions po;
   po.backend = "cpu_ref";
   po.lhs_gather_rows = 4;
-  // mode 2 (ragged contracting) and mode 3 (ragged batch)
-  for (int mode : {2, 3}) {
-    auto made = verify::shaped_case(mode, 16, 8, 6, {8, 8}, DType::kF32, DType::kF32);
+  // mode 3 (ragged batch): no
+  {
+    auto made = verify::shaped_case(3, 16, 8, 6, {8, 8}, DType::kF32, DType::kF32);
     ASSERT_TRUE(made.ok()) << made.status().to_string();
     auto other = RaggedDot::create(made->spec);
     ASSERT_TRUE(other.ok()) << other.status().to_string();
     const auto st = make_plan(*other, po).status();
-    EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << "mode " << mode << ": " << st.to_string();
+    EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << "mode 3: " << st.to_string();
+  }
+  // mode 2 with lhs [M, K] (contracting dim 1: the rows are not k): no; lhs [K, M]: yes
+  {
+    auto made = verify::shaped_case(2, 16, 8, 6, {4, 4}, DType::kF32, DType::kF32);
+    ASSERT_TRUE(made.ok());
+    RaggedDotSpec transposed = made->spec;
+    transposed.lhs.shape = {16, 8};
+    transposed.dims.dot.lhs_contracting = {1};
+    transposed.dims.lhs_ragged = {1};
+    auto op = RaggedDot::create(transposed);
+    ASSERT_TRUE(op.ok()) << op.status().to_string();
+    EXPECT_EQ(make_plan(*op, po).status().code(), StatusCode::kInvalidArgument);
+    auto plain = RaggedDot::create(made->spec);
+    ASSERT_TRUE(plain.ok());
+    EXPECT_TRUE(make_plan(*plain, po).ok());
   }
   // negative table
   const verify::Case c = gathered_case(16, 8, 8, {8, 8}, 5, DType::kF32, 4);

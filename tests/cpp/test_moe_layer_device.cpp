@@ -222,6 +222,24 @@ void expect_close(const LayerResult& got, const LayerResult& want, double tol, c
   }
 }
 
+// The line of describe() for one of the layer's ragged dots ("routed up: ..."), or "".
+std::string plan_line(const std::string& describe, const std::string& gemm) {
+  const std::size_t at = describe.find(gemm + ": ");
+  return at == std::string::npos ? std::string() : describe.substr(at, describe.find('\n', at) - at);
+}
+
+// Two layers' results byte for byte (the same products in the same order): routing, y and every gradient.
+void expect_same_bytes(const LayerResult& got, const LayerResult& want, const std::string& what) {
+  EXPECT_EQ(got.group_sizes, want.group_sizes) << what;
+  EXPECT_TRUE(got.y == want.y) << what;
+  EXPECT_TRUE(got.d_x == want.d_x) << what;
+  EXPECT_TRUE(got.d_router == want.d_router) << what;
+  EXPECT_TRUE(got.d_w_up == want.d_w_up) << what;
+  EXPECT_TRUE(got.d_w_down == want.d_w_down) << what;
+  EXPECT_TRUE(got.d_s_up == want.d_s_up) << what;
+  EXPECT_TRUE(got.d_s_down == want.d_s_down) << what;
+}
+
 struct PresetCase {
   const char* preset;
   std::int64_t shrink, tokens;
@@ -272,7 +290,9 @@ INSTANTIATE_TEST_SUITE_P(Presets, DeviceMoeLayerTest,
 // against the gather kernel then the plain up projection (the default): the same products in the
 // same order, so the same bytes, forward and backward. At this size (128 rows per expert, an up
 // projection 384 wide) the Hopper family takes the up projection in CTA pairs along n, each
-// gathering half of the rows; elsewhere both layers gather first and the test still holds.
+// gathering half of the rows, and backward's weight gradient of it reads x through the index too
+// (gather_in_up_weight_grad: the mode 2 tile with its k rows gathered; with kOff, after the gather
+// kernel); elsewhere both layers gather first and the test still holds.
 TEST(DeviceMoeLayer, GatheredUpProjectionGivesTheBytesOfGatherFirst) {
   REQUIRE_GPU();
   auto config = moe::preset_config("qwen3-30b-a3b", 4);
@@ -290,21 +310,26 @@ TEST(DeviceMoeLayer, GatheredUpProjectionGivesTheBytesOfGatherFirst) {
   EXPECT_EQ(plain->describe().find("gatherA"), std::string::npos) << plain->describe();
   auto dev = cuda::device(0);
   ASSERT_TRUE(dev.ok());
+  gathering.gather_in_up_weight_grad = moe::Fusion::kOff;
+  auto gather_for_wgrad = moe::DeviceMoeLayer::create(*config, tokens, gathering);
+  ASSERT_TRUE(gather_for_wgrad.ok()) << gather_for_wgrad.status().to_string();
   if ((*dev)->traits.cc_major == 9) {
-    EXPECT_NE(fused->describe().find("gatherA cluster2n"), std::string::npos) << fused->describe();
+    EXPECT_NE(plan_line(fused->describe(), "routed up").find("gatherA cluster2n"), std::string::npos)
+        << fused->describe();
+    const std::string wgrad = plan_line(fused->describe(), "routed d_w_up");
+    EXPECT_TRUE(wgrad.find("mode2") != std::string::npos && wgrad.find("gatherA") != std::string::npos)
+        << fused->describe();
+    EXPECT_EQ(plan_line(gather_for_wgrad->describe(), "routed d_w_up").find("gatherA"), std::string::npos);
   }
   DeviceLayerData d(data);
-  ASSERT_TRUE(run_device_layer(*fused, d).is_ok());
-  const LayerResult a = d.results(*fused);
   ASSERT_TRUE(run_device_layer(*plain, d).is_ok());
   const LayerResult b = d.results(*plain);
-  EXPECT_EQ(a.group_sizes, b.group_sizes);
-  EXPECT_TRUE(a.y == b.y);
-  EXPECT_TRUE(a.d_x == b.d_x);
-  EXPECT_TRUE(a.d_router == b.d_router);
-  EXPECT_TRUE(a.d_w_up == b.d_w_up);
-  EXPECT_TRUE(a.d_w_down == b.d_w_down);
-  ASSERT_FALSE(a.y.empty());
+  ASSERT_FALSE(b.y.empty());
+  for (auto* layer : {&*fused, &*gather_for_wgrad}) {
+    ASSERT_TRUE(run_device_layer(*layer, d).is_ok());
+    const LayerResult a = d.results(*layer);
+    expect_same_bytes(a, b, layer == &*fused ? "x gathered in the weight gradient" : "rows gathered for it");
+  }
 }
 
 // Backward reading dy through the token index in the down projection's data gradient
@@ -389,12 +414,6 @@ void against_the_default_layer(std::initializer_list<const char*> presets, std::
   }
 }
 
-// The line of describe() for one of the layer's ragged dots ("routed up: ..."), or "".
-std::string plan_line(const std::string& describe, const std::string& gemm) {
-  const std::size_t at = describe.find(gemm + ": ");
-  return at == std::string::npos ? std::string() : describe.substr(at, describe.find('\n', at) - at);
-}
-
 // DeviceMoeOptions::gather_in_up_gemm's default (Fusion::kAuto): on Hopper the layer reads x
 // through the index for up projections of 257 to 4096 columns (here qwen3-30b-a3b's and
 // deepseek-v3's at a quarter of their size, 384 and 1024) while x fits in 64 MiB, and gathers
@@ -440,6 +459,11 @@ TEST(DeviceMoeLayer, DefaultFusesTheGatherWhereItPays) {
   EXPECT_EQ(up("llama4-scout", moe::Fusion::kAuto).find("gatherA"), std::string::npos);
   EXPECT_EQ(up("llama4-scout", moe::Fusion::kOn).find("gatherA"), std::string::npos);  // scaled rows
 
+  // the up projection's weight gradient reads x through the index where the up projection does
+  EXPECT_NE(plan_line(plans("qwen3-30b-a3b", moe::Fusion::kAuto), "routed d_w_up").find("gatherA"), std::string::npos);
+  EXPECT_EQ(plan_line(plans("qwen3-30b-a3b", moe::Fusion::kOff), "routed d_w_up").find("gatherA"), std::string::npos);
+  EXPECT_EQ(plan_line(plans("mixtral-8x7b", moe::Fusion::kAuto), "routed d_w_up").find("gatherA"), std::string::npos);
+
   EXPECT_EQ(d_act("qwen3-30b-a3b", moe::Fusion::kAuto).find("gatherA"), std::string::npos);
   EXPECT_NE(d_act("qwen3-30b-a3b", moe::Fusion::kOn).find("gatherA"), std::string::npos);
   EXPECT_NE(d_act("deepseek-v3", moe::Fusion::kAuto).find("gatherA"), std::string::npos);
@@ -470,14 +494,7 @@ TEST(DeviceMoeLayer, SwigluInTheUpProjectionGivesTheBytesOfTheSwigluKernel) {
       const std::string what = preset + (gathering ? " with gathered rows" : "");
       if (hopper) EXPECT_NE(fused->describe().find("swiglu"), std::string::npos) << what << "\n" << fused->describe();
       ASSERT_TRUE(run_device_layer(*fused, d).is_ok()) << what;
-      const LayerResult got = d.results(*fused);
-      EXPECT_EQ(got.group_sizes, want.group_sizes) << what;
-      EXPECT_TRUE(got.y == want.y) << what;
-      EXPECT_TRUE(got.d_x == want.d_x) << what;
-      EXPECT_TRUE(got.d_router == want.d_router) << what;
-      EXPECT_TRUE(got.d_w_up == want.d_w_up) << what;
-      EXPECT_TRUE(got.d_w_down == want.d_w_down) << what;
-      EXPECT_TRUE(got.d_s_up == want.d_s_up) << what;
+      expect_same_bytes(d.results(*fused), want, what);
     }
   });
 }

@@ -60,6 +60,8 @@ CommandHelp layer_help() {
       {"no-fused-gather", "", "GPU: the gather kernel first, everywhere"},
       {"fused-dy-gather", "", "GPU: backward's down projection reads dy through the sort's index for the\ndata gradient and the activation's backward makes the combine weights' gradient, so\nno step reads the expert outputs back, wherever the cuda backend can\n(DeviceMoeOptions::gather_in_down_data_grad; by default for ffn widths of 257 to 1024,\ndy of at most 64 MiB)"},
       {"no-fused-dy-gather", "", "GPU: the combine's backward first, everywhere"},
+      {"fused-wgrad-gather", "", "GPU: where the up projection reads x through the sort's index, its weight\ngradient does too, wherever the cuda backend can (DeviceMoeOptions::\ngather_in_up_weight_grad; the default)"},
+      {"no-fused-wgrad-gather", "", "GPU: backward gathers the rows first for the up weight gradient"},
       {"fused-swiglu", "", "GPU: the up projection applies SwiGLU in its epilogue instead of a SwiGLU\nkernel after it (where the cuda backend can; DeviceMoeOptions::swiglu_in_up_gemm)"},
       {"fused-combine", "", "GPU: the down projection adds its weighted rows into the tokens' outputs\ninstead of the combine kernel reading them back (where the cuda backend can;\nDeviceMoeOptions::combine_in_down_gemm)"},
   };
@@ -142,6 +144,10 @@ int command_layer(const std::vector<std::string>& args) {
       throw UsageError("--fused-dy-gather and --no-fused-dy-gather contradict each other");
     if (o.has("fused-dy-gather")) rq.gather_dy = moe::Fusion::kOn;
     if (o.has("no-fused-dy-gather")) rq.gather_dy = moe::Fusion::kOff;
+    if (o.has("fused-wgrad-gather") && o.has("no-fused-wgrad-gather"))
+      throw UsageError("--fused-wgrad-gather and --no-fused-wgrad-gather contradict each other");
+    if (o.has("fused-wgrad-gather")) rq.gather_wgrad = moe::Fusion::kOn;
+    if (o.has("no-fused-wgrad-gather")) rq.gather_wgrad = moe::Fusion::kOff;
     rq.fused_swiglu = o.has("fused-swiglu");
     rq.fused_combine = o.has("fused-combine");
     if (auto v = o.get("json")) {
@@ -151,7 +157,8 @@ int command_layer(const std::vector<std::string>& args) {
     return run_gpu_layer(rq);
   }
   if (o.has("json") || o.has("warmup") || o.has("fused-gather") || o.has("no-fused-gather") ||
-      o.has("fused-dy-gather") || o.has("no-fused-dy-gather") || o.has("fused-swiglu") || o.has("fused-combine")) {
+      o.has("fused-dy-gather") || o.has("no-fused-dy-gather") || o.has("fused-wgrad-gather") ||
+      o.has("no-fused-wgrad-gather") || o.has("fused-swiglu") || o.has("fused-combine")) {
     throw UsageError("--json, --warmup and the --fused-* options go with --backend cuda");
   }
 

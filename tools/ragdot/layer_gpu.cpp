@@ -120,6 +120,9 @@ PathResult run_path(const std::string& name, const moe::DeviceMoeOptions& option
                   "routed up: "},
                  {options.gather_in_down_data_grad == moe::Fusion::kOn, "gatherA",
                   "dy's gather into the down projection's data gradient", "routed d_act: "},
+                 {options.gather_in_up_weight_grad == moe::Fusion::kOn, "gatherA",
+                  "the gather into the up projection's weight gradient (it needs the up projection's)",
+                  "routed d_w_up: "},
                  {options.swiglu_in_up_gemm, "swiglu", "the SwiGLU into the up projection", "routed up with SwiGLU"},
                  {options.combine_in_down_gemm, "scatter", "the combine into the down projection",
                   "routed down adding"}};
@@ -340,6 +343,7 @@ int run_gpu_layer(const GpuLayerRequest& rq) {
   moe::DeviceMoeOptions ours_options;
   ours_options.gather_in_up_gemm = rq.gather;
   ours_options.gather_in_down_data_grad = rq.gather_dy;
+  ours_options.gather_in_up_weight_grad = rq.gather_wgrad;
   ours_options.swiglu_in_up_gemm = rq.fused_swiglu;
   ours_options.combine_in_down_gemm = rq.fused_combine;
   std::string ours_name = "ragdot (cuda)";
@@ -347,6 +351,8 @@ int run_gpu_layer(const GpuLayerRequest& rq) {
   if (rq.gather == moe::Fusion::kOff) ours_name += ", gather kernel first";
   if (rq.gather_dy == moe::Fusion::kOn) ours_name += ", dy gathered in the down projection's data gradient";
   if (rq.gather_dy == moe::Fusion::kOff) ours_name += ", combine backward first";
+  if (rq.gather_wgrad == moe::Fusion::kOn) ours_name += ", x gathered in the up weight gradient";
+  if (rq.gather_wgrad == moe::Fusion::kOff) ours_name += ", rows gathered first for the up weight gradient";
   if (rq.fused_swiglu) ours_name += ", SwiGLU fused into the up projection";
   if (rq.fused_combine) ours_name += ", combine fused into the down projection";
   paths.push_back(run_path(ours_name, ours_options, c, rq, *tensors, *mem, rq.baselines));

@@ -29,6 +29,8 @@ struct GpuLayerRequest {
   // DeviceMoeOptions::gather_in_down_data_grad for ragdot's own path (--fused-dy-gather: kOn,
   // --no-fused-dy-gather: kOff)
   moe::Fusion gather_dy = moe::Fusion::kAuto;
+  // DeviceMoeOptions::gather_in_up_weight_grad (--fused-wgrad-gather: kOn, --no-fused-wgrad-gather: kOff)
+  moe::Fusion gather_wgrad = moe::Fusion::kAuto;
   bool fused_swiglu = false;  // DeviceMoeOptions::swiglu_in_up_gemm for ragdot's own path
   bool fused_combine = false;  // DeviceMoeOptions::combine_in_down_gemm for ragdot's own path
   std::optional<std::string> json_path;

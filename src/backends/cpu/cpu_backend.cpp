@@ -31,7 +31,7 @@ const cpu::kernels::IsaKernels* pick_kernels(DType lhs, DType rhs, cpu::Isa isa)
 
 // Byte offsets of the pieces of the workspace.
 struct WorkspaceLayout {
-  std::size_t starts = 0, tasks = 0, lhs_copy = 0, rhs_copy = 0, scratch = 0, total = 0;
+  std::size_t starts = 0, tasks = 0, lhs_gather = 0, lhs_copy = 0, rhs_copy = 0, scratch = 0, total = 0;
 };
 
 class CpuPlan final : public detail::BackendPlan {
@@ -46,6 +46,10 @@ class CpuPlan final : public detail::BackendPlan {
     lhs_m_ = p.lhs_m;
     lhs_k_ = p.lhs_k;
     lhs_elements_ = p.lhs_relayout ? p.lhs_relayout->elements() : p.lhs_elements;
+    // Mode 2 on gathered rows: execute first copies the rows through the index into a dense
+    // [k, m] lhs (lhs_k = m: the planner takes only a contiguous 2-D lhs), then goes on as usual.
+    gather_dense_ = p.lhs_gather_rows && p.mode == RaggedMode::kContracting;
+    if (gather_dense_) lhs_elements_ = p.k * p.m;
     // Mode 2 reads lhs^T: give the micro-kernels contiguous k by transposing lhs once per execute.
     if (p.mode == RaggedMode::kContracting && p.lhs_k != 1 && p.m > 1) {
       core::Relayout t;
@@ -73,12 +77,13 @@ class CpuPlan final : public detail::BackendPlan {
                                        ? std::max<std::int64_t>(p.m / p.computed_groups, 1)
                                        : p.m;
     driver_ = cpu::GemmDriver(isa, p.lhs_dtype, p.rhs_dtype, p.out_dtype, p.n, p.k, typical_m, threads,
-                              p.lhs_gather_rows.has_value());
+                              p.lhs_gather_rows.has_value() && !gather_dense_);
 
     gs_rows_ = p.num_groups > 0 ? p.gs_elements / p.num_groups : 0;
     ws_.starts = 0;
     ws_.tasks = align_up(std::size_t(gs_rows_ * (p.num_groups + 1)) * 8);
-    ws_.lhs_copy = ws_.tasks + align_up(std::size_t(max_tasks_) * sizeof(GemmTask));
+    ws_.lhs_gather = ws_.tasks + align_up(std::size_t(max_tasks_) * sizeof(GemmTask));
+    ws_.lhs_copy = ws_.lhs_gather + align_up(gather_dense_ ? std::size_t(p.k * p.m) * dtype_size(p.lhs_dtype) : 0);
     std::size_t lhs_copy_bytes = 0;
     if (p.lhs_relayout) lhs_copy_bytes = std::size_t(p.lhs_relayout->elements()) * dtype_size(p.lhs_dtype);
     if (lhs_transpose_) lhs_copy_bytes = std::size_t(lhs_transpose_->elements()) * dtype_size(p.lhs_dtype);
@@ -115,6 +120,10 @@ class CpuPlan final : public detail::BackendPlan {
     // 2. copies into canonical layouts
     const char* lhs = static_cast<const char*>(a.lhs.data);
     const char* rhs = static_cast<const char*>(a.rhs.data);
+    if (gather_dense_) {
+      gather_rows(lhs, static_cast<const std::int32_t*>(a.lhs_rows.data), ws + ws_.lhs_gather);
+      lhs = ws + ws_.lhs_gather;
+    }
     if (const core::Relayout* r = p_.lhs_relayout ? &*p_.lhs_relayout : lhs_transpose_ ? &*lhs_transpose_ : nullptr) {
       cpu::relayout(lhs, dtype_size(p_.lhs_dtype), *r, ws + ws_.lhs_copy, threads_);
       lhs = ws + ws_.lhs_copy;
@@ -198,6 +207,19 @@ class CpuPlan final : public detail::BackendPlan {
   core::GroupGemmProblem p_;
   int threads_;
   std::vector<std::int64_t> lhs_outer_;
+  // Rows k of a mode 2 lhs from the table through the index (zeros outside it), into dense [k, m].
+  void gather_rows(const char* table, const std::int32_t* index, char* dense) const {
+    const std::size_t row_bytes = std::size_t(p_.m) * dtype_size(p_.lhs_dtype);
+    const std::size_t table_stride = std::size_t(p_.lhs_k) * dtype_size(p_.lhs_dtype);
+    for (std::int64_t i = 0; i < p_.k; ++i) {
+      const std::int64_t r = index[i];
+      char* to = dense + std::size_t(i) * row_bytes;
+      if (r < 0 || r >= *p_.lhs_gather_rows) std::memset(to, 0, row_bytes);  // zero bits: 0.0 in every float type
+      else std::memcpy(to, table + std::size_t(r) * table_stride, row_bytes);
+    }
+  }
+
+  bool gather_dense_ = false;
   std::int64_t lhs_m_ = 0, lhs_k_ = 0, lhs_elements_ = 0;
   std::optional<core::Relayout> lhs_transpose_;
   std::int64_t max_tasks_ = 0, gs_rows_ = 0;

@@ -167,7 +167,7 @@ KernelVariant wgmma_variant(int mode, DType in, DType out, bool b_k, int bn, con
   v.bm = 128, v.bn = bn, v.bk = 64;
   v.warps_m = 2, v.warps_n = 1;  // consumer warpgroups
   v.stages = wgmma_stages(bn, d);
-  v.gather_a = mode == 1 && gather_a;
+  v.gather_a = gather_a;  // mode 1: the rows of A (m); mode 2: its k rows
   return v;
 }
 
@@ -633,6 +633,10 @@ Result<KernelVariant> override_variant(const KernelVariant& v, const VariantSpec
   if (out.strips && (out.cluster > 1 || out.tma_store))
     return invalid_argument("RAGDOT_CUDA_VARIANT: " + out.name() +
                             ": strips keep B in one CTA's shared memory and store from registers");
+  if (out.gather_a && out.mode == 2 && (out.cluster > 1 || out.strips || out.tma_store || out.split_tail))
+    return invalid_argument("RAGDOT_CUDA_VARIANT: " + out.name() +
+                            ": the weight gradient on gathered rows runs one CTA per tile with the register "
+                            "epilogue; not with cluster, strips or epilogue=tma");
   const std::int64_t table = groups < 0 ? kMaxGroupsPlusLocal : groups;
   const std::int64_t static_bytes = out.family == KernelFamily::kWgmma ? kWgmmaStaticSmemBytes : 0;
   if (out.dynamic_smem_bytes(table / 2, table - table / 2) + static_bytes > d.max_dynamic_smem)
@@ -702,6 +706,8 @@ std::vector<KernelVariant> all_variants(const DeviceTraits& d) {
                 if (pairs_gathered_rows(v)) out.push_back(in_gathered_pairs(v));
               }
             out.push_back(wgmma_variant(2, in, o, false, bn, d));
+            // the weight gradient on gathered lhs rows (its k), one CTA per tile
+            out.push_back(wgmma_variant(2, in, o, false, bn, d, /*gather_a=*/true));
             // the TMA-store epilogue (RAGDOT_CUDA_VARIANT=epilogue=tma): the weight gradient's,
             // and the forward's (outputs of the input type) with both weight layouts and gathered
             // rows, in the stages of each compiled scheduler table (kCompiledTables)

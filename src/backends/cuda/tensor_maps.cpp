@@ -50,11 +50,13 @@ Status encode_operand_maps(const KernelVariant& v, const core::GroupGemmProblem&
     RAGDOT_RETURN_IF_ERROR(encode(maps.out, out_type, 3, out, dims, strides, box, "cuTensorMapEncodeTiled(out)"));
   }
   if (v.mode == 2) {
-    // lhs [k, m] (m contiguous): dims (m, k), boxes of 64 m x 64 k
-    const cuuint64_t a_dims[2] = {cuuint64_t(p.m), cuuint64_t(p.k)};
-    const cuuint64_t a_strides[1] = {cuuint64_t(p.lhs_k) * kElem};
-    const cuuint32_t a_box[2] = {64, 64};
-    RAGDOT_RETURN_IF_ERROR(encode(maps.a, type, 2, lhs, a_dims, a_strides, a_box, "cuTensorMapEncodeTiled(lhs)"));
+    // lhs [k, m] (m contiguous): dims (m, k), boxes of 64 m x 64 k (gathered rows: no map, as below)
+    if (!v.gather_a) {
+      const cuuint64_t a_dims[2] = {cuuint64_t(p.m), cuuint64_t(p.k)};
+      const cuuint64_t a_strides[1] = {cuuint64_t(p.lhs_k) * kElem};
+      const cuuint32_t a_box[2] = {64, 64};
+      RAGDOT_RETURN_IF_ERROR(encode(maps.a, type, 2, lhs, a_dims, a_strides, a_box, "cuTensorMapEncodeTiled(lhs)"));
+    }
     // rhs [k, n] (n contiguous): dims (n, k, 1), boxes of 64 n x 64 k; the kernel's B loads are
     // 3-D in every mode, with the group coordinate 0 here
     const cuuint64_t dims[3] = {cuuint64_t(p.n), cuuint64_t(p.k), 1};
