@@ -168,6 +168,17 @@ bool gathers_in_down_data_grad(Fusion asked, const MoeConfig& c, std::int64_t to
   return c.ffn > 256 && c.ffn <= 1024 && dy_bytes <= (std::int64_t(64) << 20);
 }
 
+// Whether the up projection's weight gradient tries to read x through the index, where the up
+// projection does. kAuto: where it measured no slower on an H200 (2026-12-06, bench/RESULTS.md):
+// ffn of at most 1024 (qwen3-30b-a3b: the gather plus the weight gradient 0.655 ms against 0.588
+// for the gathering tile at 4096 tokens, 1.010 against 1.026 at 8192); deepseek-v3's weight
+// gradient (2048 ffn, groups of ~128 rows: two k steps a tile, each waiting for its rows' indices)
+// took 9.405 ms gathering against 0.205 + 8.911 ms.
+bool gathers_in_up_weight_grad(Fusion asked, const MoeConfig& c) {
+  if (asked == Fusion::kOff) return false;
+  return asked == Fusion::kOn || c.ffn <= 1024;
+}
+
 double median(std::vector<double> v) {
   if (v.empty()) return 0.0;
   std::sort(v.begin(), v.end());
@@ -596,7 +607,7 @@ Result<DeviceMoeLayer> DeviceMoeLayer::create(const MoeConfig& c, std::int64_t t
       }
     }
     // the up projection's weight gradient reads x through the index where the up projection does
-    if (int(i) == kRouted + kFfnWeightGradUp && s->gathered_up && o.gather_in_up_weight_grad != Fusion::kOff) {
+    if (int(i) == kRouted + kFfnWeightGradUp && s->gathered_up && gathers_in_up_weight_grad(o.gather_in_up_weight_grad, c)) {
       PlanOptions gathering = routed;
       gathering.lhs_gather_rows = tokens;
       if (auto plan = make_plan(op, gathering); plan.ok()) {  // else: backward gathers the rows first

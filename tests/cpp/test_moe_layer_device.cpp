@@ -463,6 +463,8 @@ TEST(DeviceMoeLayer, DefaultFusesTheGatherWhereItPays) {
   EXPECT_NE(plan_line(plans("qwen3-30b-a3b", moe::Fusion::kAuto), "routed d_w_up").find("gatherA"), std::string::npos);
   EXPECT_EQ(plan_line(plans("qwen3-30b-a3b", moe::Fusion::kOff), "routed d_w_up").find("gatherA"), std::string::npos);
   EXPECT_EQ(plan_line(plans("mixtral-8x7b", moe::Fusion::kAuto), "routed d_w_up").find("gatherA"), std::string::npos);
+  // deepseek-v3 at a quarter (ffn 512) gathers; at full size (2048) the default does not
+  EXPECT_NE(plan_line(plans("deepseek-v3", moe::Fusion::kAuto), "routed d_w_up").find("gatherA"), std::string::npos);
 
   EXPECT_EQ(d_act("qwen3-30b-a3b", moe::Fusion::kAuto).find("gatherA"), std::string::npos);
   EXPECT_NE(d_act("qwen3-30b-a3b", moe::Fusion::kOn).find("gatherA"), std::string::npos);

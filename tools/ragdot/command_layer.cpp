@@ -60,7 +60,7 @@ CommandHelp layer_help() {
       {"no-fused-gather", "", "GPU: the gather kernel first, everywhere"},
       {"fused-dy-gather", "", "GPU: backward's down projection reads dy through the sort's index for the\ndata gradient and the activation's backward makes the combine weights' gradient, so\nno step reads the expert outputs back, wherever the cuda backend can\n(DeviceMoeOptions::gather_in_down_data_grad; by default for ffn widths of 257 to 1024,\ndy of at most 64 MiB)"},
       {"no-fused-dy-gather", "", "GPU: the combine's backward first, everywhere"},
-      {"fused-wgrad-gather", "", "GPU: where the up projection reads x through the sort's index, its weight\ngradient does too, wherever the cuda backend can (DeviceMoeOptions::\ngather_in_up_weight_grad; the default)"},
+      {"fused-wgrad-gather", "", "GPU: where the up projection reads x through the sort's index, its weight\ngradient does too, wherever the cuda backend can (DeviceMoeOptions::\ngather_in_up_weight_grad; by default for ffn up to 1024)"},
       {"no-fused-wgrad-gather", "", "GPU: backward gathers the rows first for the up weight gradient"},
       {"fused-swiglu", "", "GPU: the up projection applies SwiGLU in its epilogue instead of a SwiGLU\nkernel after it (where the cuda backend can; DeviceMoeOptions::swiglu_in_up_gemm)"},
       {"fused-combine", "", "GPU: the down projection adds its weighted rows into the tokens' outputs\ninstead of the combine kernel reading them back (where the cuda backend can;\nDeviceMoeOptions::combine_in_down_gemm)"},

@@ -283,7 +283,8 @@ std::string json_report(const GpuLayerRequest& rq, const moe::MoeConfig& c, cons
     w.field("permutation_share_forward_backward", s.step_share);
     w.field("rows_bytes", (long long)p.profile.rows_bytes);
     w.field("rows_copy_ms", p.profile.rows_copy_ms);
-    w.field("gather_over_copy", p.profile.rows_copy_ms > 0 ? s.gather_ms / p.profile.rows_copy_ms : 0.0);
+    // (no gather kernel when the up projection and its weight gradient read x through the index)
+    if (s.gather_ms > 0 && p.profile.rows_copy_ms > 0) w.field("gather_over_copy", s.gather_ms / p.profile.rows_copy_ms);
     // (no combine kernel when the down projection combines: no ratio, rather than a 0 that reads as free)
     if (s.combine_ms > 0 && p.profile.rows_copy_ms > 0) w.field("combine_over_copy", s.combine_ms / p.profile.rows_copy_ms);
     w.field("plans", p.plans);
@@ -434,15 +435,16 @@ int run_gpu_layer(const GpuLayerRequest& rq) {
   std::printf("\nragdot forward steps (ms): %s\n", steps_line(ours.profile.forward_steps).c_str());
   std::printf("ragdot backward steps (ms): %s\n", steps_line(ours.profile.backward_steps).c_str());
   std::printf("permutation + combine (sort, gather unless the up projection reads x through the index, combine; "
-              "backward: their gradients and that gather): %.3f ms = %.1f%% of the "
+              "backward: their gradients and the gather for the up weight gradient, if any): %.3f ms = %.1f%% of the "
               "forward, %.3f ms = %.1f%% of forward + backward (shares of the per-step times)\n",
               s.permutation_fwd_ms, 100 * s.forward_share, s.permutation_fwd_ms + s.permutation_bwd_ms,
               100 * s.step_share);
   const double copy = ours.profile.rows_copy_ms;
-  std::printf("memory: one copy of the routed activations [%lld, %lld] (%s read + written) takes %.3f ms; the gather "
-              "takes %.2fx that, %s\n",
+  std::printf("memory: one copy of the routed activations [%lld, %lld] (%s read + written) takes %.3f ms; %s, %s\n",
               (long long)(rq.tokens * c.top_k), (long long)c.hidden, format_bytes(double(ours.profile.rows_bytes)).c_str(),
-              copy, copy > 0 ? s.gather_ms / copy : 0.0,
+              copy,
+              s.gather_ms > 0 ? format("the gather takes %.2fx that", copy > 0 ? s.gather_ms / copy : 0.0).c_str()
+                              : "no gather kernel (the up projection and its weight gradient read x through the index)",
               s.combine_ms > 0 ? format("the combine %.2fx", copy > 0 ? s.combine_ms / copy : 0.0).c_str()
                                : "no combine kernel (the down projection adds the rows)");
 
