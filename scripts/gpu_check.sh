@@ -93,7 +93,7 @@ if [ $run_tests = 1 ]; then
         *HopperSwappedOperands | *HopperWeightGradientStrips | *HopperForwardTmaStore | *HopperMixedOrder) small=${t}Small ;;
         *HopperSwappedByDefault) small=CudaBackend.HopperSwappedOperandsSmall ;;
       esac
-      [[ $t == *HopperSplitTail || $t == *HopperWeightGradientStrips ]] && limit=300
+      [[ $t == *HopperSplitTail || $t == *HopperWeightGradientStrips || $t == *HopperGatheredRows* ]] && limit=300
       # measured plans time every kind of candidate: only once each kind's small cases passed
       [[ $t == *MeasuredPlans* ]] && small="CudaBackend.HopperSplitTailSmall CudaBackend.HopperSwappedOperandsSmall
         CudaBackend.HopperWeightGradientStripsSmall CudaBackend.HopperWeightGradientTmaStoreSmall"

@@ -28,7 +28,7 @@ struct KernelVariant {
   int warps_m = 2, warps_n = 4;  // mma family
   int stages = 4;                // mma and wgmma families
   int tm = 4, tn = 4;            // simt family: outputs per thread
-  bool gather_a = false;         // wgmma mode 1: A rows read through an index (cp.async), not TMA
+  bool gather_a = false;         // wgmma: A rows (mode 1: m; mode 2: k) read through an index (cp.async), not TMA
   int cluster = 1;               // wgmma: CTAs sharing operands through TMA multicast: 2 = a pair
   bool cluster_along_n = false;  //   along m (B shared) or, with this, along n (A shared); 4 = 2 x 2
   bool tma_store = false;        // wgmma mode 2, 16-bit out: epilogue through shared memory and TMA stores
@@ -73,7 +73,7 @@ Result<KernelVariant> choose_variant(const core::GroupGemmProblem& p, const Devi
 // 64, 128, 192 or 256; the stage count is refitted), `stages` (mma and wgmma families: 2 to 8, as
 // far as shared memory allows; applied after bn), `cluster` (wgmma family: 1; 2 for CTA pairs
 // along m sharing B, which needs bn 128 or 256; 2n along n sharing A; 4 for 2 x 2 clusters sharing
-// both; gathered rows take 1 or 2n only, 2n being the planner's choice where n > 256), `epilogue` (tma: the wgmma weight gradient with 16-bit outputs
+// both; gathered rows take 1 or 2n only, 2n being the planner's choice where n has an even number of column tiles), `epilogue` (tma: the wgmma weight gradient with 16-bit outputs
 // stores through shared memory and TMA; direct: from registers), `small_groups` (mma or wgmma,
 // the default: the family of decode-sized groups, for choose_variant) and `raster` (KiB of L2 for
 // a block of a group's rows, kernels/ragdot/raster.h; 0, the default, is the plain order; for the
