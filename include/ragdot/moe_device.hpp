@@ -73,7 +73,7 @@ struct DeviceMoeOptions {
   // The routed up projection reads its rows straight from x through the sort's token index
   // (PlanOptions::lhs_gather_rows) instead of after a gather kernel, where the cuda backend can
   // (Hopper, not Llama-4's scaled rows, not with expert parallelism): no [T k, H] copy of the
-  // rows in forward (nor in backward: gather_in_up_weight_grad). The Hopper kernel runs
+  // rows in forward (nor in backward where gather_in_up_weight_grad applies). The Hopper kernel runs
   // such tiles in CTA pairs, each gathering half of the rows. kAuto, the default, fuses where that
   // measured faster: up projections 2F of more than 256 and at most 4096 columns, where the
   // gather kernel's bytes are a large part of the projection, and x of at most 64 MiB, where the
@@ -87,7 +87,7 @@ struct DeviceMoeOptions {
   // lhs_gather_rows on a mode 2 op; the Hopper family's mode 2 tile copies them with cp.async), so
   // backward runs no gather kernel and writes no [T k, H] rows. kOff: backward gathers the rows
   // first, for the plain weight-gradient tile. kOn: wherever the cuda backend can. kAuto: for ffn
-  // widths up to 1024, where it measured no slower (on an H200, qwen3-30b-a3b's gather plus weight
+  // widths up to 1024, where it measured faster or about even (on an H200, qwen3-30b-a3b's gather plus weight
   // gradient 0.655 ms against 0.588 gathering in the tile at 4096 tokens, 1.010 against 1.026 at
   // 8192; deepseek-v3's, 2048 wide with groups of ~128 rows, 9.116 against 9.405).
   Fusion gather_in_up_weight_grad = Fusion::kAuto;
@@ -99,8 +99,10 @@ struct DeviceMoeOptions {
   // combine_in_down_gemm backward no longer runs the down projection again to make them. The
   // weight-scaled rows of dy are still written when the down weights' gradient is wanted. kAuto
   // uses it where that measured faster: ffn widths of 257 to 1024 columns and dy of at most
-  // 64 MiB (on an H100, qwen3-30b-a3b's backward 0.06-0.07 ms faster at 4096 and 8192 tokens;
-  // deepseek-v3's 2048 columns a wash, mixtral-8x7b's 14336 slower).
+  // 64 MiB (on an H100, qwen3-30b-a3b's backward 0.06-0.07 ms faster at 4096 and 8192 tokens,
+  // its 768-column gradient on one CTA per tile; deepseek-v3's 2048 columns a wash, mixtral-8x7b's
+  // 14336 slower). Widths of 512 and 1024, which the Hopper kernel runs in CTA pairs, fall in the
+  // rule untimed: no preset has them.
   Fusion gather_in_down_data_grad = Fusion::kAuto;
   // The routed up projection applies SwiGLU in its epilogue (PlanOptions::swiglu_epilogue) where
   // the cuda backend can (Hopper, not with expert parallelism; SwiGLU layers only: create refuses
@@ -114,8 +116,9 @@ struct DeviceMoeOptions {
   // sums (plus the shared experts' output) to the output: the [T k, H] expert rows are neither
   // written nor read back by the combine kernel. The sums' order is not fixed, so y may differ
   // from the default combine's (and from run to run) in the last bit of a few elements.
-  // backward() needs the expert rows: it runs the down projection again first (one more ragged
-  // dot), so this is for inference, where forward runs alone. On an H200 (2026-12-05) it hung at
+  // backward() needs the expert rows unless gather_in_down_data_grad applies: without it, backward
+  // runs the down projection again first (one more ragged dot), so this is then for inference,
+  // where forward runs alone. On an H200 (2026-12-05) it hung at
   // qwen3-30b-a3b's full size: an idle consumer warpgroup of the Hopper kernel let its warps drift
   // apart, and the scatter epilogue's long tail made one fall a ring behind. That is fixed
   // (03b0c37): the kernel's test at the layer's size passed on an H100 and the whole layer ran

@@ -13,13 +13,14 @@
 // A group's k range starts anywhere, so a k tile can run past the group's end into the next
 // group's rows: the consumers zero those rows in shared memory before multiplying.
 //
-// Gathered A (kGatherA, mode 1): row i of A is lhs row lhs_rows[i], so A cannot come from a 2-D
+// Gathered A (kGatherA): row i of A is lhs row lhs_rows[i], so A cannot come from a 2-D
 // TMA box. The whole producer warpgroup loads it instead, eight lanes per row, with 16-byte
 // cp.async copies written at their 128B-swizzled places (the layout TMA would have produced), and
 // each thread's copies arrive on the stage's full barrier when they land; B stays a TMA load.
 // Rows past the tile's group, past m or with an index outside the table are zero-filled. In CTA
 // pairs along n (kGatherPair) each CTA gathers half of the rows and sends it to the other
-// (produce_gathered_pair).
+// (produce_gathered_pair). In mode 2 the gathered rows are k, the token rows the weight gradient
+// contracts over: the producer loads each k step's indices afresh (produce_gathered_k).
 //
 // Cluster pairs (kCluster = 2), along m: two CTAs of a cluster take one 256-row tile of a group
 // together, rank r its rows [128 r, 128 r + 128); they need the same B tile, and each loads half

@@ -169,7 +169,7 @@ bool gathers_in_down_data_grad(Fusion asked, const MoeConfig& c, std::int64_t to
 }
 
 // Whether the up projection's weight gradient tries to read x through the index, where the up
-// projection does. kAuto: where it measured no slower on an H200 (2026-12-06, bench/RESULTS.md):
+// projection does. kAuto: where it measured faster or about even on an H200 (2026-12-06, bench/RESULTS.md):
 // ffn of at most 1024 (qwen3-30b-a3b: the gather plus the weight gradient 0.655 ms against 0.588
 // for the gathering tile at 4096 tokens, 1.010 against 1.026 at 8192); deepseek-v3's weight
 // gradient (2048 ffn, groups of ~128 rows: two k steps a tile, each waiting for its rows' indices)

@@ -260,8 +260,8 @@ TEST(CudaBackend, HopperFamilyLayoutsPatternsAndOffset) {
 // half of the rows and sending it to the other, where n has an even number of 256-column tiles and
 // the outputs are 16-bit; one CTA per tile otherwise), one CTA per tile everywhere ("cluster=1"),
 // or pairs everywhere ("cluster=2n", 16-bit outputs only: a pair with an odd number of column
-// tiles has a CTA without columns in every row block's last pair, and n within one tile leaves
-// rank 1 without columns everywhere; the planner never makes those, the override can). The shapes
+// tiles has a CTA without columns in every row block's last pair, and n = 200 pairs 128-wide
+// tiles, rank 1 taking the last 72 columns; the planner makes neither, the override can). The shapes
 // give pair tiles with columns for both CTAs, n = 8 past a pair tile (the last pair's rank 1 has
 // 8 columns), an odd number of tiles, n within one tile, groups of 40 rows (the upper half of
 // most tiles is rows past the group), and k = 1000 (16 k steps a tile: the ring wraps within a
@@ -1267,8 +1267,9 @@ TEST(CudaBackend, HopperWeightGradientStrips) {
 // PlanningEffort::kMeasure: the candidates are timed on the device and the fastest plans the op;
 // the choice is kept, so the next plan of the same op (and sizes) reads it back; every measured
 // plan matches the oracle on every group-size pattern. The sizes to measure with are drawn afresh
-// each run, so the first plan really times its candidates (a new tuning key). An override is
-// not measured against others.
+// each run, so the first plan really times its candidates (a new tuning key); gathered lhs rows
+// in both modes too (the trial's index has one entry per gathered row: m, or k in mode 2). An
+// override is not measured against others.
 TEST(CudaBackend, MeasuredPlansMatchTheOracleAndAreKept) {
   REQUIRE_GPU();
   if (!device_is_hopper()) GTEST_SKIP() << "measured plans have alternates on the Hopper family only";
@@ -1276,10 +1277,13 @@ TEST(CudaBackend, MeasuredPlansMatchTheOracleAndAreKept) {
     int mode;
     Shape shape;
     const char* what;
+    bool gathered = false;  // lhs rows through an index (PlanOptions::lhs_gather_rows)
   };
   const MeasuredShape shapes[] = {{1, {256, 512, 512, 64}, "decode-sized groups"},
                                   {1, {2048, 1024, 1024, 8}, "prefill-sized groups"},
-                                  {2, {512, 2048, 512, 8}, "weight gradient"}};
+                                  {2, {512, 2048, 512, 8}, "weight gradient"},
+                                  {1, {2048, 1024, 1536, 8}, "gathered rows", true},
+                                  {2, {512, 2048, 512, 8}, "weight gradient on gathered rows", true}};
   workloads::SplitMix64 rng(std::uint64_t(std::chrono::steady_clock::now().time_since_epoch().count()));
   std::uint64_t seed = 9100;
   for (const MeasuredShape& ms : shapes) {
@@ -1290,8 +1294,18 @@ TEST(CudaBackend, MeasuredPlansMatchTheOracleAndAreKept) {
     po.effort = PlanningEffort::kMeasure;
     po.measure_group_sizes = verify::make_group_sizes(GroupPattern::kRandom, sh.g, extent, rng);
     const auto t0 = std::chrono::steady_clock::now();
-    verify::Case first = shaped(ms.mode, sh.m, sh.k, sh.n, verify::make_group_sizes(GroupPattern::kUniform, sh.g, extent, rng),
-                                DType::kBF16, DType::kBF16);
+    // (gathered: rows from a table of a quarter as many, each read about four times)
+    const auto with_rows = [&](verify::Case c) {
+      if (!ms.gathered) return c;
+      const std::int64_t rows = ms.mode == 1 ? sh.m : sh.k;
+      c.lhs_table_rows = rows / 4;
+      for (std::int64_t i = 0; i < rows; ++i)
+        c.lhs_rows.push_back(std::int32_t(rng.next() % std::uint64_t(c.lhs_table_rows)));
+      return c;
+    };
+    verify::Case first = with_rows(shaped(ms.mode, sh.m, sh.k, sh.n,
+                                          verify::make_group_sizes(GroupPattern::kUniform, sh.g, extent, rng),
+                                          DType::kBF16, DType::kBF16));
     auto r = verify::check_case(first, po, seed++, *gpu());
     std::fprintf(stderr, "  [%s %.2fs] measured %s | %s\n", r.passed ? "ok" : "FAIL",
                  std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), ms.what, r.plan.c_str());
@@ -1304,8 +1318,8 @@ TEST(CudaBackend, MeasuredPlansMatchTheOracleAndAreKept) {
     EXPECT_EQ(r.plan.find("not measured"), std::string::npos) << r.plan;
     EXPECT_EQ(r.plan.find("no alternates"), std::string::npos) << r.plan;
     for (GroupPattern pat : kPatterns) {
-      verify::Case c = shaped(ms.mode, sh.m, sh.k, sh.n, verify::make_group_sizes(pat, sh.g, extent, rng), DType::kBF16,
-                              DType::kBF16);
+      verify::Case c = with_rows(shaped(ms.mode, sh.m, sh.k, sh.n, verify::make_group_sizes(pat, sh.g, extent, rng),
+                                        DType::kBF16, DType::kBF16));
       c.description += std::string(" measured ") + verify::group_pattern_name(pat);
       auto again = verify::check_case(c, po, seed++, *gpu());
       EXPECT_TRUE(again.passed) << c.description << "\n  " << again.plan << "\n  " << again.message;

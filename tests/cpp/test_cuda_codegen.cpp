@@ -789,8 +789,14 @@ TEST(CudaCodegen, PlannerGathersTheWeightGradientsRows) {
       const std::int64_t table = compiled_table_for(256);
       for (const char* spec : {"cluster=2n", "strips=on", "epilogue=tma"})
         EXPECT_FALSE(override_variant(*v, spec, hopper, table).ok()) << spec;
-      EXPECT_EQ(*override_variant(*v, "cluster=2", hopper, table), *v);  // gathered rows pair along n only
-      for (const Candidate& c : candidate_variants(p, hopper, *v)) {
+      const auto same = override_variant(*v, "cluster=2", hopper, table);  // gathered rows pair along n only
+      ASSERT_TRUE(same.ok()) << same.status().to_string();
+      EXPECT_EQ(*same, *v);
+      const auto candidates = candidate_variants(p, hopper, *v);
+      EXPECT_TRUE(std::any_of(candidates.begin(), candidates.end(),
+                              [&](const Candidate& c) { return c.variant.bn != v->bn; }))
+          << "the other tile width is not timed";
+      for (const Candidate& c : candidates) {
         EXPECT_TRUE(c.variant.gather_a && c.variant.mode == 2 && c.variant.cluster == 1 && !c.variant.strips &&
                     !c.variant.tma_store)
             << c.spec << ": " << c.variant.name();

@@ -179,7 +179,9 @@ Result<std::vector<TrialTiming>> time_candidates(const Device& device, const cor
   RAGDOT_RETURN_IF_ERROR(rhs.allocate(std::size_t(p.rhs_elements) * dtype_size(p.rhs_dtype), "rhs"));
   RAGDOT_RETURN_IF_ERROR(gs.allocate(std::size_t(p.gs_elements) * dtype_size(p.gs_dtype), "group sizes"));
   RAGDOT_RETURN_IF_ERROR(offset.allocate(4, "the group offset"));
-  RAGDOT_RETURN_IF_ERROR(lhs_rows.allocate(std::size_t(p.m) * 4, "row indices"));
+  // one index per gathered row: m in mode 1, the contracting k in mode 2
+  const std::int64_t gathered_rows = p.mode == RaggedMode::kContracting ? p.k : p.m;
+  RAGDOT_RETURN_IF_ERROR(lhs_rows.allocate(std::size_t(gathered_rows) * 4, "row indices"));
   RAGDOT_RETURN_IF_ERROR(out_rows.allocate(std::size_t(p.m) * 4, "row indices"));
   RAGDOT_RETURN_IF_ERROR(row_scales.allocate(std::size_t(p.m) * 4, "row scales"));
   RAGDOT_RETURN_IF_ERROR(result.allocate(out_bytes, "the output"));
@@ -194,13 +196,11 @@ Result<std::vector<TrialTiming>> time_candidates(const Device& device, const cor
   for (std::int64_t row = 0; p.num_groups > 0 && row < p.gs_elements / p.num_groups; ++row)
     sizes64.insert(sizes64.end(), group_sizes.begin(), group_sizes.end());
   const std::vector<std::int32_t> sizes32(sizes64.begin(), sizes64.end()), zero{0};
-  std::vector<std::int32_t> gather(std::size_t(p.m)), scatter(std::size_t(p.m));
+  std::vector<std::int32_t> gather(static_cast<std::size_t>(gathered_rows)), scatter(static_cast<std::size_t>(p.m));
   const std::int64_t table_in = std::max<std::int64_t>(p.lhs_gather_rows.value_or(1), 1);
   const std::int64_t table_out = std::max<std::int64_t>(p.out_scatter_rows.value_or(1), 1);
-  for (std::int64_t i = 0; i < p.m; ++i) {
-    gather[std::size_t(i)] = std::int32_t((i * 40503 + 7) % table_in);
-    scatter[std::size_t(i)] = std::int32_t(i % table_out);
-  }
+  for (std::int64_t i = 0; i < gathered_rows; ++i) gather[std::size_t(i)] = std::int32_t((i * 40503 + 7) % table_in);
+  for (std::int64_t i = 0; i < p.m; ++i) scatter[std::size_t(i)] = std::int32_t(i % table_out);
   const std::vector<float> scales(std::size_t(p.m), 0.5f);
   RAGDOT_RETURN_IF_ERROR(p.gs_dtype == DType::kI64 ? upload(gs, sizes64, s.stream) : upload(gs, sizes32, s.stream));
   RAGDOT_RETURN_IF_ERROR(upload(offset, zero, s.stream));
