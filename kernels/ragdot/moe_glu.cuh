@@ -234,6 +234,8 @@ extern "C" __global__ void __launch_bounds__(256) ragdot_moe_glu_backward(const 
   ragdot::moe_glu_dispatch<true>(p);
 }
 
+// (Its own dispatch, activation first: through moe_glu_dispatch, dtype first, ptxas gave this
+// kernel 8-16 bytes of stack and spills.)
 extern "C" __global__ void __launch_bounds__(256) ragdot_moe_glu_backward_weighted(const RagdotMoeGluParams p) {
   using namespace ragdot;
   const bool bf16 = p.elem_bytes == 2;

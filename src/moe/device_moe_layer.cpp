@@ -135,6 +135,12 @@ Status mark(StepMarks* marks, CUstream stream, const char* name) {
   return Status::ok();
 }
 
+// Whether the [T, H] bf16 token rows (x, or dy) a ragged dot gathers from stay within the 64 MiB
+// the fusions measured faster at (see gathers_in_up_gemm).
+bool token_rows_fit(const MoeConfig& c, std::int64_t tokens) {
+  return tokens * c.hidden * 2 <= (std::int64_t(64) << 20);
+}
+
 // Whether the routed up projection tries to read x through the sort's index (the cuda backend
 // may still refuse: not Hopper, ...). Never for Llama-4, whose routed rows are scaled. kAuto:
 // where it measured faster on an H100 (2026-12-06, bench/RESULTS.md):
@@ -148,8 +154,7 @@ Status mark(StepMarks* marks, CUstream stream, const char* name) {
 bool gathers_in_up_gemm(Fusion asked, const MoeConfig& c, std::int64_t tokens) {
   if (c.router == RouterKind::kLlama4 || asked == Fusion::kOff) return false;
   if (asked == Fusion::kOn) return true;
-  const std::int64_t x_bytes = tokens * c.hidden * 2;  // bf16 activations
-  return 2 * c.ffn > 256 && 2 * c.ffn <= 4096 && x_bytes <= (std::int64_t(64) << 20);
+  return 2 * c.ffn > 256 && 2 * c.ffn <= 4096 && token_rows_fit(c, tokens);
 }
 
 // Whether the routed down projection's data gradient tries to read dy through the sort's token
@@ -164,8 +169,7 @@ bool gathers_in_up_gemm(Fusion asked, const MoeConfig& c, std::int64_t tokens) {
 bool gathers_in_down_data_grad(Fusion asked, const MoeConfig& c, std::int64_t tokens) {
   if (c.router == RouterKind::kLlama4 || asked == Fusion::kOff) return false;
   if (asked == Fusion::kOn) return true;
-  const std::int64_t dy_bytes = tokens * c.hidden * 2;  // bf16 gradient
-  return c.ffn > 256 && c.ffn <= 1024 && dy_bytes <= (std::int64_t(64) << 20);
+  return c.ffn > 256 && c.ffn <= 1024 && token_rows_fit(c, tokens);
 }
 
 // Whether the up projection's weight gradient tries to read x through the index, where the up
@@ -595,38 +599,33 @@ Result<DeviceMoeLayer> DeviceMoeLayer::create(const MoeConfig& c, std::int64_t t
         s->swiglu_up.emplace(std::move(*p));
       }
     };
-    if (routed_up && gathers_in_up_gemm(o.gather_in_up_gemm, c, tokens)) {
-      PlanOptions gathering = routed;
-      gathering.lhs_gather_rows = tokens;
-      if (auto plan = make_plan(op, gathering); plan.ok()) {  // else (not Hopper, ...): gather, then plan below
-        s->gathered_up = true;
-        s->ws_bytes = std::max(s->ws_bytes, plan->workspace_bytes());
-        s->plans.push_back(std::move(*plan));
-        plan_swiglu_up(gathering);
-        continue;
-      }
+    // This ragged dot with its lhs rows read from token rows (x or dy) through the sort's index,
+    // kept as plans[i] if the backend takes it (else, not Hopper, ...: the plain plan
+    // below, after a gather kernel or the combine's backward).
+    PlanOptions gathering = routed;
+    gathering.lhs_gather_rows = tokens;
+    const auto plan_gathered = [&]() {
+      auto plan = make_plan(op, gathering);
+      if (!plan.ok()) return false;
+      s->ws_bytes = std::max(s->ws_bytes, plan->workspace_bytes());
+      s->plans.push_back(std::move(*plan));
+      return true;
+    };
+    if (routed_up && gathers_in_up_gemm(o.gather_in_up_gemm, c, tokens) && plan_gathered()) {
+      s->gathered_up = true;
+      plan_swiglu_up(gathering);
+      continue;
     }
     // the up projection's weight gradient reads x through the index where the up projection does
-    if (int(i) == kRouted + kFfnWeightGradUp && s->gathered_up && gathers_in_up_weight_grad(o.gather_in_up_weight_grad, c)) {
-      PlanOptions gathering = routed;
-      gathering.lhs_gather_rows = tokens;
-      if (auto plan = make_plan(op, gathering); plan.ok()) {  // else: backward gathers the rows first
-        s->gathered_up_grad = true;
-        s->ws_bytes = std::max(s->ws_bytes, plan->workspace_bytes());
-        s->plans.push_back(std::move(*plan));
-        continue;
-      }
+    if (int(i) == kRouted + kFfnWeightGradUp && s->gathered_up &&
+        gathers_in_up_weight_grad(o.gather_in_up_weight_grad, c) && plan_gathered()) {
+      s->gathered_up_grad = true;
+      continue;
     }
     const bool routed_d_act = int(i) == kRouted + kFfnDataGradAct && !s->comm && o.expert_backend == "cuda";
-    if (routed_d_act && gathers_in_down_data_grad(o.gather_in_down_data_grad, c, tokens)) {
-      PlanOptions gathering = routed;
-      gathering.lhs_gather_rows = tokens;  // dy's rows
-      if (auto plan = make_plan(op, gathering); plan.ok()) {  // else (not Hopper, ...): the combine's backward first
-        s->gathered_down_grad = true;
-        s->ws_bytes = std::max(s->ws_bytes, plan->workspace_bytes());
-        s->plans.push_back(std::move(*plan));
-        continue;
-      }
+    if (routed_d_act && gathers_in_down_data_grad(o.gather_in_down_data_grad, c, tokens) && plan_gathered()) {
+      s->gathered_down_grad = true;
+      continue;
     }
     auto plan = make_plan(op, int(i) >= kRouted && !shared ? routed : base);
     if (!plan.ok()) {

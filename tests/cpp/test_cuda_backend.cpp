@@ -253,6 +253,18 @@ TEST(CudaBackend, HopperFamilyLayoutsPatternsAndOffset) {
   if (hopper) EXPECT_GT(wgmma_plans, 100) << "the Hopper family was not planned for its shapes";
 }
 
+// Makes c's `rows` lhs rows come from a table of `table_rows` rows: mostly rows of the table,
+// repeated and out of order, 1 in 32 index -1 and 1 in 32 just past the table (both read zeros).
+void gather_from_table(verify::Case& c, std::int64_t rows, std::int64_t table_rows, workloads::SplitMix64& rng) {
+  c.lhs_table_rows = table_rows;
+  for (std::int64_t i = 0; i < rows; ++i) {
+    const std::uint64_t pick = rng.next() % 32;
+    c.lhs_rows.push_back(pick == 0   ? -1
+                         : pick == 1 ? std::int32_t(table_rows)
+                                     : std::int32_t(rng.next() % std::uint64_t(table_rows)));
+  }
+}
+
 // Gathered lhs rows (PlanOptions::lhs_gather_rows): the Hopper family's cp.async A loads, with
 // rows repeated, out of order and outside the table (zeros), every group pattern, both weight
 // layouts, 16-bit and f32 outputs, and a table shorter and longer than the rows; three runs each,
@@ -289,13 +301,7 @@ void check_gathered_rows(const char* spec, bool small) {
         for (GroupPattern pat : patterns) {
           for (bool nk : {false, true}) {
             verify::Case c = mode1_case(sh, verify::make_group_sizes(pat, sh.g, sh.m, rng), dt, out, nk);
-            c.lhs_table_rows = cases % 2 ? sh.m / 8 + 1 : sh.m + 50;
-            for (std::int64_t i = 0; i < sh.m; ++i) {
-              const std::uint64_t pick = rng.next() % 32;
-              c.lhs_rows.push_back(pick == 0   ? -1
-                                   : pick == 1 ? std::int32_t(c.lhs_table_rows)
-                                               : std::int32_t(rng.next() % std::uint64_t(c.lhs_table_rows)));
-            }
+            gather_from_table(c, sh.m, cases % 2 ? sh.m / 8 + 1 : sh.m + 50, rng);
             c.description += std::string(" gathered from ") + std::to_string(c.lhs_table_rows) + " rows " +
                              verify::group_pattern_name(pat) + " " + spec;
             ++cases;
@@ -367,13 +373,7 @@ void check_gathered_weight_gradient(bool small) {
       for (const Shape& sh : shapes) {
         for (GroupPattern pat : patterns) {
           verify::Case c = shaped(2, sh.m, sh.k, sh.n, verify::make_group_sizes(pat, sh.g, sh.k, rng), dt, out);
-          c.lhs_table_rows = cases % 2 ? sh.k / 8 + 1 : sh.k + 50;
-          for (std::int64_t i = 0; i < sh.k; ++i) {
-            const std::uint64_t pick = rng.next() % 32;
-            c.lhs_rows.push_back(pick == 0   ? -1
-                                 : pick == 1 ? std::int32_t(c.lhs_table_rows)
-                                             : std::int32_t(rng.next() % std::uint64_t(c.lhs_table_rows)));
-          }
+          gather_from_table(c, sh.k, cases % 2 ? sh.k / 8 + 1 : sh.k + 50, rng);
           c.description += std::string(" k rows gathered from ") + std::to_string(c.lhs_table_rows) + " rows " +
                            verify::group_pattern_name(pat);
           ++cases;

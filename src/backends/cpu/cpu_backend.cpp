@@ -2,7 +2,6 @@
 // them on the best kernels of this CPU (AMX-BF16, AVX512_BF16, AVX-512 f32, or portable C++).
 // Group sizes are read and checked on the host before anything is written.
 #include <algorithm>
-#include <cstring>
 
 #include "backends/cpu/cpu_features.hpp"
 #include "backends/cpu/gemm_driver.hpp"
@@ -120,8 +119,9 @@ class CpuPlan final : public detail::BackendPlan {
     // 2. copies into canonical layouts
     const char* lhs = static_cast<const char*>(a.lhs.data);
     const char* rhs = static_cast<const char*>(a.rhs.data);
-    if (gather_dense_) {
-      gather_rows(lhs, static_cast<const std::int32_t*>(a.lhs_rows.data), ws + ws_.lhs_gather);
+    if (gather_dense_) {  // (rows of a contiguous 2-D lhs: the table's rows are m elements apart too)
+      cpu::gather_rows(lhs, *p_.lhs_gather_rows, std::size_t(p_.m) * dtype_size(p_.lhs_dtype),
+                       static_cast<const std::int32_t*>(a.lhs_rows.data), p_.k, ws + ws_.lhs_gather);
       lhs = ws + ws_.lhs_gather;
     }
     if (const core::Relayout* r = p_.lhs_relayout ? &*p_.lhs_relayout : lhs_transpose_ ? &*lhs_transpose_ : nullptr) {
@@ -207,18 +207,6 @@ class CpuPlan final : public detail::BackendPlan {
   core::GroupGemmProblem p_;
   int threads_;
   std::vector<std::int64_t> lhs_outer_;
-  // Rows k of a mode 2 lhs from the table through the index (zeros outside it), into dense [k, m].
-  void gather_rows(const char* table, const std::int32_t* index, char* dense) const {
-    const std::size_t row_bytes = std::size_t(p_.m) * dtype_size(p_.lhs_dtype);
-    const std::size_t table_stride = std::size_t(p_.lhs_k) * dtype_size(p_.lhs_dtype);
-    for (std::int64_t i = 0; i < p_.k; ++i) {
-      const std::int64_t r = index[i];
-      char* to = dense + std::size_t(i) * row_bytes;
-      if (r < 0 || r >= *p_.lhs_gather_rows) std::memset(to, 0, row_bytes);  // zero bits: 0.0 in every float type
-      else std::memcpy(to, table + std::size_t(r) * table_stride, row_bytes);
-    }
-  }
-
   bool gather_dense_ = false;
   std::int64_t lhs_m_ = 0, lhs_k_ = 0, lhs_elements_ = 0;
   std::optional<core::Relayout> lhs_transpose_;

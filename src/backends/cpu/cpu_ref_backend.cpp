@@ -4,11 +4,11 @@
 // the evaluator's gate and up columns, each rounded to the output dtype, as a stored product is;
 // the scatter-add of rows (PlanOptions::out_scatter_rows) adds each rounded row, scaled, into its
 // table row in f32, rows in order.
-#include <cstring>
 #include <optional>
 #include <vector>
 
 #include "backends/cpu/reference.hpp"
+#include "backends/cpu/relayout.hpp"
 #include "planner/builtin_backends.hpp"
 
 namespace ragdot::planner {
@@ -31,14 +31,9 @@ class CpuRefPlan final : public detail::BackendPlan {
     if (gather_rows_) {
       const TensorSpec& spec = op_.spec().lhs;
       const std::size_t row_bytes = std::size_t(spec.shape[1]) * dtype_size(spec.dtype);
-      gathered.assign(std::size_t(spec.shape[0]) * row_bytes, 0);  // zero bits are 0.0 in every float dtype
-      const auto* index = static_cast<const std::int32_t*>(a.lhs_rows.data);
-      for (std::int64_t i = 0; i < spec.shape[0]; ++i) {
-        const std::int64_t r = index[i];
-        if (r < 0 || r >= *gather_rows_) continue;
-        std::memcpy(gathered.data() + std::size_t(i) * row_bytes,
-                    static_cast<const unsigned char*>(a.lhs.data) + std::size_t(r) * row_bytes, row_bytes);
-      }
+      gathered.resize(std::size_t(spec.shape[0]) * row_bytes);
+      cpu::gather_rows(a.lhs.data, *gather_rows_, row_bytes, static_cast<const std::int32_t*>(a.lhs_rows.data),
+                       spec.shape[0], gathered.data());
       lhs = gathered.data();
     }
     auto ev = cpu::ReferenceEvaluator::create(op_, lhs, a.rhs.data, a.group_sizes.data, a.group_offset.data);

@@ -65,4 +65,15 @@ void relayout(const void* src, std::size_t elem_bytes, const core::Relayout& r, 
   }
 }
 
+void gather_rows(const void* table, std::int64_t table_rows, std::size_t row_bytes, const std::int32_t* index,
+                 std::int64_t rows, void* dst) {
+  auto* to = static_cast<unsigned char*>(dst);
+  const auto* from = static_cast<const unsigned char*>(table);
+  for (std::int64_t i = 0; i < rows; ++i, to += row_bytes) {
+    const std::int64_t r = index[i];
+    if (r < 0 || r >= table_rows) std::memset(to, 0, row_bytes);
+    else std::memcpy(to, from + std::size_t(r) * row_bytes, row_bytes);
+  }
+}
+
 }  // namespace ragdot::cpu
