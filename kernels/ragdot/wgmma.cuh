@@ -173,16 +173,15 @@ __device__ __forceinline__ u32 cluster_address(u32 addr, u32 rank) {
   asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(addr), "r"(rank));
   return r;
 }
-// Arrival on a barrier of another CTA that orders this thread's earlier writes for the waiters
-// there (the tile ring: the slot's value). Costs a GPU-wide fence: once per tile and peer, from the
-// producer only.
+// Arrival on a barrier of another CTA that orders this thread's earlier accesses, and those it has
+// seen through barriers, for the waiters there (the tile ring: a slot's value, a slot's reads).
+// Costs a GPU-wide fence: once per tile and CTA, from a producer thread only.
 __device__ __forceinline__ void mbar_arrive_cluster(u32 cluster_bar) {
   asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(cluster_bar) : "memory");
 }
 // Arrival on a barrier of another CTA that orders nothing but itself (a release at cluster scope
 // costs a GPU-wide fence, which would wait for the epilogue's stores): for a stage's release, whose
-// wgmma reads are complete (wgmma.wait_group), and for a ring slot's, made to depend on the value
-// read so that the read is done before the arrival leaves.
+// wgmma reads are complete (wgmma.wait_group) and whose next writes come through the async proxy.
 __device__ __forceinline__ void mbar_arrive_remote(u32 cluster_bar) {
   asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(cluster_bar) : "memory");
 }
@@ -361,10 +360,14 @@ struct Kernel {
 
   // Gathered A: the producer warpgroup's 128 threads each take every tile from the ring too.
   static constexpr int kTileReaders = V::kGatherA ? 256 + 128 : 256;
-  // Cluster: rank 0's ring slots are free again once each consumer warp of every CTA (one
-  // arrival per warp) and the other CTAs' producer threads have read them; a gathered pair's
-  // four producer warps per CTA read them as whole warps too.
-  static constexpr int kPairTileReaders = kGatherPair ? 12 * kCluster : 8 * kCluster + kCluster - 1;
+  // Cluster: each CTA's slots are read by whole warps (its eight consumer warps, a gathered pair's
+  // four producer warps too) and, on ranks past 0, by the producer thread; each arrives once on
+  // its own CTA's empty barrier. Rank 0 writes every CTA's slots, so its empty barrier also counts
+  // one relayed arrival per other CTA (relay_tile_slot).
+  static constexpr int kLocalTileReaders = kGatherPair ? 12 : 8;
+  static __device__ __forceinline__ u32 cluster_tile_readers(u32 rank) {
+    return rank == 0 ? kLocalTileReaders + kCluster - 1 : kLocalTileReaders + (kGatherPair ? 0 : 1);
+  }
   // A gathered pair's producer warpgroup: warp 0 takes the tiles and loads B, warps 1 and 2
   // gather this CTA's half of the rows (kGatherThreads threads, eight rows each), warp 3 sends
   // that half to the other CTA once it has landed.
@@ -405,8 +408,8 @@ struct Kernel {
       }
       for (int s = 0; s < kTileSlots; ++s) {
         mbar_init(smem_address(&tile_ring.full[s]), 1);
-        // every reader, once it has read the slot (in a cluster only rank 0's count is used)
-        mbar_init(smem_address(&tile_ring.empty[s]), kCluster == 1 ? kTileReaders : kPairTileReaders);
+        // every reader, once it has read the slot (in a cluster, per warp, plus the other CTAs' relays)
+        mbar_init(smem_address(&tile_ring.empty[s]), kCluster == 1 ? kTileReaders : cluster_tile_readers(cluster_rank()));
       }
       if constexpr (V::kSplitTail)
         tile_split = ragdot_split_plan((int)sched.total_tiles, sched.compute_tiles(), (int)gridDim.x,
@@ -489,10 +492,7 @@ struct Kernel {
     mbar_wait_cluster(smem_address(&r.full[s]), phase);
     const int t = *(volatile int*)&r.slot[s];
     __syncwarp();  // the whole warp has read the slot before its one arrival frees it
-    // (t >= -1 always holds: the condition only makes the arrival wait for the read. That
-    // dependency, not the memory model, orders rank 1's read before rank 0's next store into the
-    // slot; a release at cluster scope would, at the price of a GPU-wide fence per warp per tile.)
-    if ((threadIdx.x & 31) == 0 && t >= -1) mbar_arrive_remote(cluster_address(smem_address(&r.empty[s]), 0));
+    if ((threadIdx.x & 31) == 0) mbar_arrive(smem_address(&r.empty[s]));
     return t;
   }
   // The producer thread of a cluster's other ranks: the n-th tile, as rank 0 wrote it, or -1 at the end.
@@ -501,8 +501,23 @@ struct Kernel {
     const u32 s = n % kTileSlots, phase = (n / kTileSlots) & 1;
     mbar_wait_cluster(smem_address(&r.full[s]), phase);
     const int t = *(volatile int*)&r.slot[s];
-    if (t >= -1) mbar_arrive_remote(cluster_address(smem_address(&r.empty[s]), 0));  // after the read, as above
+    mbar_arrive(smem_address(&r.empty[s]));
     return t;
+  }
+  // A cluster's rank past 0, its producer thread before taking the n-th tile: once this CTA's own
+  // readers have all read the slot of tile n - (kTileSlots - 1), tells rank 0 that it may write
+  // that slot again. The readers' arrivals are CTA-local; this one arrival per tile is the release
+  // at cluster scope that orders their reads before rank 0's next store, at the price of one fence
+  // per tile on a thread that has no stores in flight (a release per reader warp would wait for
+  // the epilogue's stores). Three tiles back the readers have normally long read it, and rank 0
+  // needs the slot only for tile n + 1, which it writes after this (no wait in a circle:
+  // tests/cpp/test_tile_ring_protocol.cpp plays it out).
+  static __device__ __forceinline__ void relay_tile_slot(u32 n) {
+    if (n < kTileSlots - 1) return;
+    const u32 done = n - (kTileSlots - 1), s = done % kTileSlots, phase = (done / kTileSlots) & 1;
+    TileRing& r = tile_ring;
+    mbar_wait(smem_address(&r.empty[s]), phase);
+    mbar_arrive_cluster(cluster_address(smem_address(&r.empty[s]), 0));
   }
 
   // The rhs column where B box j (64 columns) of the tile at n0 starts: n0 + 64 j, or with the
@@ -562,6 +577,7 @@ struct Kernel {
     const int half_n = V::kSwiglu ? (int)(p.n / 2) : 0;
     u32 it = 0;
     for (u32 n = 0;; ++n) {
+      if (rank != 0) relay_tile_slot(n);
       const int t = rank == 0 ? next_tile(p, sched, n) : take_tile_alone(n);
       if (t < 0) break;
       // 32-bit coordinates only: the producer runs on 56 registers (setmaxnreg)
@@ -784,7 +800,10 @@ struct Kernel {
     const int half_n = V::kSwiglu ? (int)(p.n / 2) : 0;
     u32 it = 0;
     for (u32 n = 0;; ++n) {
-      if (rank == 0 && threadIdx.x == 0) next_tile(p, sched, n);
+      if (threadIdx.x == 0) {
+        if (rank == 0) next_tile(p, sched, n);
+        else relay_tile_slot(n);
+      }
       const int t = take_tile(n);
       if (t < 0) break;
       int n0, group, kt_begin, kt_end;
