@@ -504,14 +504,15 @@ struct Kernel {
     mbar_arrive(smem_address(&r.empty[s]));
     return t;
   }
-  // A cluster's rank past 0, its producer thread before taking the n-th tile: once this CTA's own
-  // readers have all read the slot of tile n - (kTileSlots - 1), tells rank 0 that it may write
-  // that slot again. The readers' arrivals are CTA-local; this one arrival per tile is the release
-  // at cluster scope that orders their reads before rank 0's next store, at the price of one fence
-  // per tile on a thread that has no stores in flight (a release per reader warp would wait for
-  // the epilogue's stores). Three tiles back the readers have normally long read it, and rank 0
-  // needs the slot only for tile n + 1, which it writes after this (no wait in a circle:
-  // tests/cpp/test_tile_ring_protocol.cpp plays it out).
+  // A cluster's rank past 0, its producer thread at the n-th tile (produce's after taking it, a
+  // gathered pair's before; at the end, after taking -1, the arrival is one nobody waits for):
+  // once this CTA's own readers have all read the slot of tile n - (kTileSlots - 1), tells rank 0
+  // that it may write that slot again. The readers' arrivals are CTA-local; this one arrival per
+  // tile is the release at cluster scope that orders their reads before rank 0's next store, at
+  // the price of one fence per tile on a thread that has no stores in flight (a release per
+  // reader warp would wait for the epilogue's stores). Three tiles back the readers have normally
+  // long read it, and rank 0 needs the slot only for tile n + 1 (no wait in a circle:
+  // tests/cpp/test_tile_ring_protocol.cpp plays both orders out).
   static __device__ __forceinline__ void relay_tile_slot(u32 n) {
     if (n < kTileSlots - 1) return;
     const u32 done = n - (kTileSlots - 1), s = done % kTileSlots, phase = (done / kTileSlots) & 1;
@@ -577,8 +578,8 @@ struct Kernel {
     const int half_n = V::kSwiglu ? (int)(p.n / 2) : 0;
     u32 it = 0;
     for (u32 n = 0;; ++n) {
-      if (rank != 0) relay_tile_slot(n);
       const int t = rank == 0 ? next_tile(p, sched, n) : take_tile_alone(n);
+      if (rank != 0) relay_tile_slot(n);  // (after the take: before it, ptxas spilled here)
       if (t < 0) break;
       // 32-bit coordinates only: the producer runs on 56 registers (setmaxnreg)
       int m0, n0, k_begin, group, kt_begin, kt_end;

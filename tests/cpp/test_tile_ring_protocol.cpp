@@ -45,10 +45,13 @@ struct Config {
 };
 
 // The relay of ranks past 0: `lag` tiles back (the kernel: kTileSlots - 1), after waiting for
-// this CTA's readers of that tile (`wait_readers`). Other values are deliberate mistakes.
+// this CTA's readers of that tile (`wait_readers`), before taking the tile (a gathered pair's
+// thread 0) or after it (`after_take`: produce's thread, also once it has taken the end). Other
+// lags and no wait are deliberate mistakes.
 struct Relay {
   int lag = kSlots - 1;
   bool wait_readers = true;
+  bool after_take = false;
 };
 
 // One CTA: its tile ring, how many reads of each slot's current round its readers have made, and
@@ -124,12 +127,16 @@ Program producer(World& world, Cluster& k, int rank, Relay relay) {
     if (rank == 0) {
       p.wait(&c.ring.empty[n % kSlots], int((n / kSlots) & 1) ^ 1);
       for (int r = 0; r < k.cfg.cluster; ++r) write_slot(p, k.ctas[std::size_t(r)], r, n, unit);
-    } else if (int(n) >= relay.lag) {
+    }
+    const auto relay_now = [&] {
+      if (rank == 0 || int(n) < relay.lag) return;
       const std::size_t d = n - std::size_t(relay.lag), s = d % kSlots;
       if (relay.wait_readers) p.wait(&c.ring.empty[s], int((d / kSlots) & 1));
       p.arrive(&k.ctas[0].ring.empty[s]);
-    }
+    };
+    if (!relay.after_take) relay_now();
     if (rank != 0 || k.cfg.pair) take(p, c, n, unit);  // rank 0's thread 0 reads as warp 0 of a pair
+    if (relay.after_take) relay_now();
     if (unit < 0) break;
     for (int kt = 0; kt < k.k_steps[n]; ++kt, ++it) {
       p.wait(&c.empty[it % S], int((it / S) & 1) ^ 1);
@@ -225,10 +232,17 @@ std::vector<Case> play_cases(Relay relay, int per_config) {
   return cases;
 }
 
+// The relay before the take (the kernel's gathered pair) and after it (its other clusters), both
+// played on every form.
 TEST(TileRingProtocol, EveryInterleavingFinishesAndReadsTheUnitWritten) {
-  const std::vector<Case> cases = play_cases(Relay{}, 40);
-  ASSERT_EQ(cases.size(), 9u * 40);
-  for (std::size_t i = 0; i < cases.size(); ++i) ASSERT_EQ(cases[i].result, "") << "case " << i;
+  for (const bool after_take : {false, true}) {
+    Relay relay;
+    relay.after_take = after_take;
+    const std::vector<Case> cases = play_cases(relay, 40);
+    ASSERT_EQ(cases.size(), 9u * 40);
+    for (std::size_t i = 0; i < cases.size(); ++i)
+      ASSERT_EQ(cases[i].result, "") << "case " << i << (after_take ? ", relay after the take" : "");
+  }
 }
 
 // The model can fail: a relay that does not wait for its CTA's readers lets rank 0 overwrite a
