@@ -505,14 +505,15 @@ struct Kernel {
     return t;
   }
   // A cluster's rank past 0, its producer thread at the n-th tile (produce's after taking it, a
-  // gathered pair's before; at the end, after taking -1, the arrival is one nobody waits for):
+  // gathered pair's before; produce's after taking -1 is an arrival nobody waits for):
   // once this CTA's own readers have all read the slot of tile n - (kTileSlots - 1), tells rank 0
   // that it may write that slot again. The readers' arrivals are CTA-local; this one arrival per
   // tile is the release at cluster scope that orders their reads before rank 0's next store, at
   // the price of one fence per tile on a thread that has no stores in flight (a release per
   // reader warp would wait for the epilogue's stores). Three tiles back the readers have normally
-  // long read it, and rank 0 needs the slot only for tile n + 1 (no wait in a circle:
-  // tests/cpp/test_tile_ring_protocol.cpp plays both orders out).
+  // long read it, and rank 0 needs the slot only for tile n + 1. Three is also the most it may be
+  // after the take: four back, rank 0 would wait for this relay to write the very tile taken
+  // before it (tests/cpp/test_tile_ring_protocol.cpp plays both orders and their limits out).
   static __device__ __forceinline__ void relay_tile_slot(u32 n) {
     if (n < kTileSlots - 1) return;
     const u32 done = n - (kTileSlots - 1), s = done % kTileSlots, phase = (done / kTileSlots) & 1;
