@@ -17,10 +17,10 @@
 # finished).
 # --sweep times the cuda backend again under each RAGDOT_CUDA_VARIANT override in SPECS
 # (';'-separated) beside the planner's choice, on every benchmark case where it changes the kernel
-# (default "swap=off;order=mix;split=tail;strips=on;measure": the plain tile where the planner
-# swaps operands (deepseek-v3's prefill), mode 1's groups in the mixed order (tile_order.h), the
-# Hopper family's last wave split along k, the weight gradient in strips that keep B in shared
-# memory; "measure": a measured plan, PlanningEffort::kMeasure, with the case's group sizes; ""
+# (default "swap=off;order=mix;split=tail;strips=on;strips=off;measure": the plain tile where the
+# planner swaps operands (deepseek-v3's prefill), mode 1's groups in the mixed order
+# (tile_order.h), the Hopper family's last wave split along k, the weight gradient in strips that
+# keep B in shared memory where the planner does not, and one tile per unit where it does; "measure": a measured plan, PlanningEffort::kMeasure, with the case's group sizes; ""
 # for none). swap=ab elsewhere lost on every case (bench/RESULTS.md, 2026-12-06). The variants timed on 2026-12-05 and -06 (bench/RESULTS.md), slower than the
 # planner's choice everywhere, stay out of the default to save device time: "cluster=2;cluster=2n;
 # cluster=4;raster=25600;epilogue=tma;epilogue=tma,bn=192;bn=128" (CTA pairs along m and along n,
@@ -31,7 +31,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . scripts/gpu_log.sh log.txt
-bench_limit=400 run_tests=1 run_bench=1 run_sanitizer=1 run_python=0 quick="" skip='^$' only='.*' peers=1 sweep='swap=off;order=mix;split=tail;strips=on;measure'
+bench_limit=400 run_tests=1 run_bench=1 run_sanitizer=1 run_python=0 quick="" skip='^$' only='.*' peers=1 sweep='swap=off;order=mix;split=tail;strips=on;strips=off;measure'
 while [ $# -gt 0 ]; do
   a=$1
   shift

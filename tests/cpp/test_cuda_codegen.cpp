@@ -568,6 +568,16 @@ core::GroupGemmProblem mode1_problem(std::int64_t m, std::int64_t k, std::int64_
   return p;
 }
 
+// The planner's variant for `p`, which must be one that CI compiles (one of `all`).
+KernelVariant compiled_choice(const core::GroupGemmProblem& p, const DeviceTraits& d,
+                              const std::vector<KernelVariant>& all) {
+  auto v = choose_variant(p, d);
+  EXPECT_TRUE(v.ok()) << v.status().to_string();
+  if (!v.ok()) return KernelVariant{};
+  EXPECT_NE(std::find(all.begin(), all.end(), *v), all.end()) << v->name() << " is not compiled in CI";
+  return *v;
+}
+
 // The planner swaps operands (out^T = W^T x^T, tiles of up to 160 token rows) for mode 1 ops of
 // about one such tile's rows per group with wide weights (deepseek-v3's prefill), and nowhere
 // else; an override that asks for what a swapped tile cannot take (split tiles, CTA pairs, the
@@ -579,13 +589,7 @@ TEST(CudaCodegen, PlannerSwapsOperandsForAboutOneTileOfRowsPerGroup) {
     return mode1_problem(m, k, n, groups, DType::kBF16, nk);
   };
   const auto all = all_variants(hopper);
-  auto chosen = [&](const core::GroupGemmProblem& p) {
-    auto v = choose_variant(p, hopper);
-    EXPECT_TRUE(v.ok()) << v.status().to_string();
-    if (!v.ok()) return KernelVariant{};
-    EXPECT_NE(std::find(all.begin(), all.end(), *v), all.end()) << v->name() << " is not compiled in CI";
-    return *v;
-  };
+  auto chosen = [&](const core::GroupGemmProblem& p) { return compiled_choice(p, hopper, all); };
   // deepseek-v3 prefill at 4096 tokens: up, down, and the data gradient's [E, N, K] weights; f16
   for (const auto& p : {problem(32768, 7168, 4096, 256), problem(32768, 2048, 7168, 256),
                         problem(32768, 4096, 7168, 256, true), problem(256 * 96, 7168, 4096, 256),
@@ -804,6 +808,62 @@ TEST(CudaCodegen, PlannerGathersTheWeightGradientsRows) {
       // off Hopper the backend says it does not gather
       EXPECT_FALSE(choose_variant(p, DeviceTraits{8, 0, 163 * 1024}).ok());
     }
+  }
+}
+
+// The weight gradient goes in strips (B kept in shared memory across a strip of output tiles)
+// where its groups are small enough for B to stay resident: deepseek-v3's 128 rows per group,
+// bf16 in and out, and nowhere else (mixtral's large groups, f16 or f32 outputs, one m tile,
+// gathered rows). Keys strips cannot take ask for the plain kernel, as does strips=off; measured
+// plans time the plain kernel beside it. Every variant picked is one CI compiles.
+TEST(CudaCodegen, PlannerRunsSmallGroupsWeightGradientsInStrips) {
+  const DeviceTraits hopper{9, 0, 227 * 1024};
+  const auto all = all_variants(hopper);
+  auto problem = [](std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t groups, DType t = DType::kBF16) {
+    core::GroupGemmProblem p;
+    p.mode = RaggedMode::kContracting;
+    p.lhs_dtype = p.rhs_dtype = p.out_dtype = t;
+    p.m = m, p.n = n, p.k = k;
+    p.num_groups = p.computed_groups = groups;
+    p.ragged_extent = p.k;
+    p.lhs_m = 1, p.lhs_k = p.m;  // x^T: the token rows are k
+    p.rhs_k = n, p.rhs_n = 1;
+    p.out_g = p.m * n, p.out_m = n, p.out_n = 1;
+    return p;
+  };
+  auto chosen = [&](const core::GroupGemmProblem& p) { return compiled_choice(p, hopper, all); };
+  // deepseek-v3's up and down projections at 4096 tokens, groups of up to 192 rows, 8 groups
+  for (const auto& p : {problem(7168, 4096, 32768, 256), problem(2048, 7168, 32768, 256),
+                        problem(7168, 4096, 192 * 256, 256), problem(4096, 4096, 8 * 100, 8)}) {
+    const KernelVariant v = chosen(p);
+    EXPECT_TRUE(v.strips && v.mode == 2 && v.bn == 256 && v.cluster == 1 && !v.tma_store) << v.name() << " for " << p.to_string();
+    EXPECT_NE(generate_source(v).find("Strips<V, Mma>::run"), std::string::npos);
+    const std::int64_t table = compiled_table_for(p.num_groups + p.computed_groups);
+    for (const char* spec : {"strips=off", "epilogue=tma", "cluster=2", "cluster=2n"}) {
+      const auto o = override_variant(v, spec, hopper, table);
+      ASSERT_TRUE(o.ok()) << spec << ": " << o.status().to_string();
+      EXPECT_FALSE(o->strips) << spec;
+      EXPECT_NE(std::find(all.begin(), all.end(), *o), all.end()) << spec << ": " << o->name() << " is not compiled in CI";
+    }
+    EXPECT_FALSE(override_variant(v, "strips=on,epilogue=tma", hopper, table).ok());
+    const auto narrow = override_variant(v, "bn=192", hopper, table);  // still strips, its own ring
+    ASSERT_TRUE(narrow.ok()) << narrow.status().to_string();
+    EXPECT_TRUE(narrow->strips);
+    EXPECT_EQ(*narrow, *override_variant(v, "strips=off,bn=192,strips=on", hopper, table));
+    const auto candidates = candidate_variants(p, hopper, v);
+    EXPECT_TRUE(std::any_of(candidates.begin(), candidates.end(), [](const Candidate& c) { return !c.variant.strips; }))
+        << "the plain kernel is not timed beside strips";
+  }
+  // not: larger groups (mixtral, 193 rows), f16 and f32 outputs, one m tile, narrow n, gathered rows
+  auto f16 = problem(7168, 4096, 32768, 256, DType::kF16);
+  auto f32_out = problem(7168, 4096, 32768, 256);
+  f32_out.out_dtype = DType::kF32;
+  auto gathered = problem(7168, 4096, 32768, 256);
+  gathered.lhs_gather_rows = 4096;
+  for (const auto& p : {problem(4096, 28672, 16384, 8), problem(7168, 4096, 193 * 256, 256), f16, f32_out,
+                        problem(128, 4096, 32768, 256), problem(7168, 128, 32768, 256), gathered}) {
+    const KernelVariant v = chosen(p);
+    EXPECT_FALSE(v.strips) << v.name() << " for " << p.to_string();
   }
 }
 

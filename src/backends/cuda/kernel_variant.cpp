@@ -264,6 +264,21 @@ bool swapped_operands_pay(const core::GroupGemmProblem& p) {
          is_16bit_float(p.out_dtype) && !p.swiglu_epilogue && !p.out_scatter_rows;
 }
 
+// Rows per group up to which the weight gradient runs in strips by default: a group's k steps
+// then stay resident in B's four slots (256 rows at bn 256) with room for the spread of a
+// balanced router (deepseek-v3: 128 +- 11 rows). Larger groups stream B per k step anyway, and
+// the plain kernel does that better (mixtral's 1024-row groups: 3.46 against 3.86 ms in strips,
+// bench/RESULTS.md 2026-12-06).
+constexpr std::int64_t kStripRowsPerGroup = 192;
+
+// Whether the weight gradient goes in strips: small groups, several m tiles to share B across,
+// and the 16-bit form compiled for every scheduler table (kernel_variant's all_variants).
+bool strips_pay(const core::GroupGemmProblem& p) {
+  const std::int64_t rows = p.k / std::max<std::int64_t>(p.num_groups, 1);  // (k spans all groups)
+  return p.mode == RaggedMode::kContracting && rows <= kStripRowsPerGroup && p.m > 128 && p.n >= 256 &&
+         p.lhs_dtype == DType::kBF16 && p.out_dtype == DType::kBF16 && !p.lhs_gather_rows;
+}
+
 }  // namespace
 
 int KernelVariant::threads() const {
@@ -446,6 +461,8 @@ Result<KernelVariant> choose_variant(const core::GroupGemmProblem& p, const Devi
     KernelVariant v = wgmma_variant(mode, p.lhs_dtype, p.out_dtype, b_k, p.n >= 256 ? 256 : 128, d, gather);
     if (v.stages >= 2 && mode == 1 && !gather && swapped_operands_pay(p))
       return swapped(v, d, compiled_table_for(p.num_groups + p.computed_groups));
+    if (v.stages >= 2 && mode == 2 && v.bn == 256 && strips_pay(p))
+      return in_strips(v, d, compiled_table_for(p.num_groups + p.computed_groups));
     if (column_tiles_pair_up(p.n, v.bn) && pairs_gathered_rows(v)) return in_gathered_pairs(v);
     if (v.stages >= 2) return v;
   }
@@ -550,6 +567,13 @@ Result<KernelVariant> override_variant(const KernelVariant& v, const VariantSpec
     out.cluster = 1;
     out.cluster_along_n = false;
   }
+  // And a weight gradient the planner put in strips (strips_pay), given keys strips cannot take,
+  // without strips=on: the plain kernel's ring.
+  const bool asks_plain_ring = (spec.cluster && *spec.cluster > 1) || (spec.tma_store && *spec.tma_store);
+  if (out.strips && asks_plain_ring && !(spec.strips && *spec.strips)) {
+    out.strips = false;
+    out.stages = ring_stages(out, d, groups);
+  }
   // the TMA-store epilogue, for 16-bit outputs: the weight gradient's and the forward's plain
   // epilogue (forward_tma_store_applies); elsewhere the key is ignored
   if (spec.tma_store && out.family == KernelFamily::kWgmma && out.out != DType::kF32 &&
@@ -563,7 +587,7 @@ Result<KernelVariant> override_variant(const KernelVariant& v, const VariantSpec
                               " with the SwiGLU epilogue, whose tile is half gate and half up boxes of 64 columns "
                               "(use 128 or 256)");
     out.bn = *spec.bn;
-    out.stages = ring_stages(out, d, groups);
+    out.stages = out.strips ? in_strips(out, d, groups).stages : ring_stages(out, d, groups);
   }
   if (spec.stages && out.family != KernelFamily::kSimt) out.stages = *spec.stages;
   // gathered rows pair only along n (each CTA gathers half of the rows and sends it to the other):

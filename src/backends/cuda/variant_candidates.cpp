@@ -38,7 +38,7 @@ std::vector<Candidate> candidate_variants(const core::GroupGemmProblem& p, const
     // (not the TMA-store epilogue: on an H200 it lost to the register stores on every benchmark
     // case, by 2 to 17%, bench/RESULTS.md 2026-12-06)
   } else if (chosen.mode == 2) {
-    specs.push_back("strips=on");
+    specs.push_back(chosen.strips ? "strips=off" : "strips=on");
     if (chosen.out != DType::kF32) specs.push_back("epilogue=tma");
   }
   const std::vector<KernelVariant> compiled = all_variants(d);
