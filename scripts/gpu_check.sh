@@ -162,6 +162,13 @@ if [ $run_bench = 1 ]; then
   fi
   python3 bench/gpu_report.py --bench "$OUT/bench_ragdot.json" $peer_args --json "$OUT/gpu_results.json" \
     --md "$OUT/gpu_table.md" --commit "$(head -1 .devbin/commit 2>/dev/null)" >> "$LOG" 2>&1
+  if [ $peers != 0 ]; then
+    # deepseek-v3's weight-gradient output and FLOPs on the vendor's kernels (cuBLAS bmm with every
+    # group exactly 128 rows, torch._grouped_mm, a plain fill of the output, the dense GEMM): what
+    # bounds that case, beside ragdot's time for it above
+    say "benchmark: the weight gradient's bounds"
+    timeout 120 python3 bench/gpu_wgrad_bounds.py --out "$OUT/wgrad_bounds.json" > "$OUT/wgrad_bounds.txt" 2>>"$LOG"
+  fi
 fi
 if [ $run_tests = 1 ] && [ $run_sanitizer = 1 ]; then
   say "compute-sanitizer (reduced set)"

@@ -1,0 +1,93 @@
+#!/usr/bin/env python3
+"""What bounds a weight gradient with small groups, measured on the vendor's kernels: the same
+output bytes and FLOPs as a ragged-contraction (mode 2) case, timed in PyTorch on the GPU it runs on.
+
+deepseek-v3's weight gradient (256 experts, ~128 rows each, K 7168, N 4096) writes a 15 GB bf16
+output for 1.9 TFLOP: 128 FLOP per output byte, so whether it is bound by the tensor cores, by
+DRAM writes or by something on the chip between them decides what target it can reach. Timed:
+
+- bmm: torch.bmm of [E, K, R] by [E, R, N] into a preallocated [E, K, N] (cuBLAS's batched GEMM;
+  every group exactly R rows, no raggedness at all): the vendor's kernel on the same FLOPs and
+  output bytes.
+- grouped_mm: torch._grouped_mm of x^T by dy with offsets, the ragged form (PyTorch's CUTLASS).
+- fill: writing the output's bytes and nothing else (the DRAM write roof).
+- dense: torch.mm of [K, E*R] by [E*R, N], the same FLOPs into a small output (the compute roof).
+
+    gpu_wgrad_bounds.py [--experts 256] [--rows 128] [--k 7168] [--n 4096] [--reps 20] [--only NAME]
+                        [--out bounds.json]
+"""
+import argparse
+import json
+import statistics
+import sys
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--experts", type=int, default=256)
+    ap.add_argument("--rows", type=int, default=128, help="rows of every group")
+    ap.add_argument("--k", type=int, default=7168)
+    ap.add_argument("--n", type=int, default=4096)
+    ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--only", default="", help="time only the kernel of this name (for a profiler)")
+    ap.add_argument("--out", default="")
+    a = ap.parse_args()
+
+    import torch
+
+    dev = torch.device("cuda")
+    E, R, K, N = a.experts, a.rows, a.k, a.n
+    flops = 2.0 * E * R * K * N
+    out_bytes = 2.0 * E * K * N
+
+    def timed(fn):
+        for _ in range(3):
+            fn()
+        torch.cuda.synchronize()
+        times = []
+        for _ in range(a.reps):
+            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            s.record()
+            fn()
+            e.record()
+            e.synchronize()
+            times.append(s.elapsed_time(e))
+        return statistics.median(times)
+
+    # inputs in [-1, 1), never all zeros; the activations as x [E*R, K], dy [E*R, N]
+    x = torch.rand(E * R, K, device=dev, dtype=torch.bfloat16) * 2 - 1
+    dy = torch.rand(E * R, N, device=dev, dtype=torch.bfloat16) * 2 - 1
+    out = torch.empty(E, K, N, device=dev, dtype=torch.bfloat16)
+    offs = torch.arange(1, E + 1, device=dev, dtype=torch.int32) * R
+    xt_batched = x.view(E, R, K).transpose(1, 2)  # [E, K, R], a view
+    dy_batched = dy.view(E, R, N)
+    kernels = {
+        "bmm": lambda: torch.bmm(xt_batched, dy_batched, out=out),
+        "grouped_mm": lambda: torch._grouped_mm(x.t(), dy, offs=offs),
+        "fill": lambda: out.fill_(0.5),
+        "dense": lambda: torch.mm(x.t(), dy),
+    }
+    res = {"experts": E, "rows": R, "k": K, "n": N, "gpu": torch.cuda.get_device_name(), "ms": {}}
+    for name, fn in kernels.items():
+        if a.only and name != a.only:
+            continue
+        try:
+            ms = timed(fn)
+        except Exception as e:  # a kernel this PyTorch lacks is reported, not fatal
+            res.setdefault("errors", {})[name] = f"{type(e).__name__}: {e}"[:300]
+            continue
+        res["ms"][name] = ms
+        line = f"{name:11s} {ms:8.3f} ms"
+        if name != "fill":
+            line += f"  {flops / ms / 1e9:7.1f} TFLOP/s"
+        if name != "dense":
+            line += f"  output written at {out_bytes / ms / 1e9:6.2f} TB/s"
+        print(line, flush=True)
+        torch.cuda.empty_cache()
+    if a.out:
+        with open(a.out, "w") as f:
+            json.dump(res, f, indent=1)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
