@@ -833,8 +833,12 @@ TEST(CudaCodegen, PlannerRunsSmallGroupsWeightGradientsInStrips) {
   };
   auto chosen = [&](const core::GroupGemmProblem& p) { return compiled_choice(p, hopper, all); };
   // deepseek-v3's up and down projections at 4096 tokens, groups of up to 192 rows, 8 groups
+  // (8 x 2 strips x 32 column tiles), 32 local groups of 128 rows past a group offset
+  auto offset = problem(7168, 4096, 32 * 128, 256);
+  offset.has_group_offset = true;
+  offset.computed_groups = 32;
   for (const auto& p : {problem(7168, 4096, 32768, 256), problem(2048, 7168, 32768, 256),
-                        problem(7168, 4096, 192 * 256, 256), problem(4096, 4096, 8 * 100, 8)}) {
+                        problem(7168, 4096, 192 * 256, 256), problem(4096, 8192, 8 * 100, 8), offset}) {
     const KernelVariant v = chosen(p);
     EXPECT_TRUE(v.strips && v.mode == 2 && v.bn == 256 && v.cluster == 1 && !v.tma_store) << v.name() << " for " << p.to_string();
     EXPECT_NE(generate_source(v).find("Strips<V, Mma>::run"), std::string::npos);
@@ -846,13 +850,20 @@ TEST(CudaCodegen, PlannerRunsSmallGroupsWeightGradientsInStrips) {
       EXPECT_NE(std::find(all.begin(), all.end(), *o), all.end()) << spec << ": " << o->name() << " is not compiled in CI";
     }
     EXPECT_FALSE(override_variant(v, "strips=on,epilogue=tma", hopper, table).ok());
+    const auto direct = override_variant(v, "epilogue=direct", hopper, table);  // the default: no change
+    ASSERT_TRUE(direct.ok()) << direct.status().to_string();
+    EXPECT_EQ(*direct, v);
     const auto narrow = override_variant(v, "bn=192", hopper, table);  // still strips, its own ring
     ASSERT_TRUE(narrow.ok()) << narrow.status().to_string();
     EXPECT_TRUE(narrow->strips);
-    EXPECT_EQ(*narrow, *override_variant(v, "strips=off,bn=192,strips=on", hopper, table));
+    const auto narrow_again = override_variant(v, "strips=off,bn=192,strips=on", hopper, table);
+    ASSERT_TRUE(narrow_again.ok()) << narrow_again.status().to_string();
+    EXPECT_EQ(*narrow, *narrow_again);
     const auto candidates = candidate_variants(p, hopper, v);
     EXPECT_TRUE(std::any_of(candidates.begin(), candidates.end(), [](const Candidate& c) { return !c.variant.strips; }))
         << "the plain kernel is not timed beside strips";
+    EXPECT_TRUE(std::any_of(candidates.begin(), candidates.end(), [](const Candidate& c) { return c.variant.bn == 128; }))
+        << "the narrower tile is not timed";
   }
   // not: larger groups (mixtral, 193 rows), f16 and f32 outputs, one m tile, narrow n, gathered rows
   auto f16 = problem(7168, 4096, 32768, 256, DType::kF16);
@@ -860,8 +871,14 @@ TEST(CudaCodegen, PlannerRunsSmallGroupsWeightGradientsInStrips) {
   f32_out.out_dtype = DType::kF32;
   auto gathered = problem(7168, 4096, 32768, 256);
   gathered.lhs_gather_rows = 4096;
+  // ... nor too few strips to fill the GPU (8 groups of 128 rows, 2048 x 1024: 32 strips), nor
+  // with a group offset where the local groups' rows are many (32 of 256 groups, 1024 rows each)
+  auto local = problem(7168, 4096, 32768, 256);
+  local.has_group_offset = true;
+  local.computed_groups = 32;
   for (const auto& p : {problem(4096, 28672, 16384, 8), problem(7168, 4096, 193 * 256, 256), f16, f32_out,
-                        problem(128, 4096, 32768, 256), problem(7168, 128, 32768, 256), gathered}) {
+                        problem(128, 4096, 32768, 256), problem(7168, 128, 32768, 256), gathered,
+                        problem(2048, 1024, 8 * 128, 8), local}) {
     const KernelVariant v = chosen(p);
     EXPECT_FALSE(v.strips) << v.name() << " for " << p.to_string();
   }

@@ -116,13 +116,18 @@ TEST(MeasuredPlanning, CandidatesForTheMoeShapes) {
     EXPECT_TRUE(has_spec(cs, "swap=ab"));
     EXPECT_TRUE(has_spec(cs, "small_groups=mma"));
   }
-  // the weight gradient, 16-bit and f32 outputs: strips (where compiled) and, for 16-bit, the
-  // TMA-store epilogue
+  // the weight gradient, 16-bit and f32 outputs: strips (where compiled; with groups of 128 rows
+  // the planner's own choice, and then the plain kernel instead, at both tile widths) and, for
+  // 16-bit, the TMA-store epilogue
   for (std::int64_t g : {8, 256}) {
     const auto p = problem(2, 7168, 32768, 4096, g);
-    const auto cs = candidate_variants(p, kHopper, *choose_variant(p, kHopper));
+    const auto chosen = choose_variant(p, kHopper);
+    ASSERT_TRUE(chosen.ok());
+    EXPECT_EQ(chosen->strips, g == 256) << chosen->name();
+    const auto cs = candidate_variants(p, kHopper, *chosen);
     expect_well_formed(p, kHopper, cs);
-    EXPECT_TRUE(has_spec(cs, "strips=on")) << g;
+    EXPECT_TRUE(has_spec(cs, g == 256 ? "strips=off" : "strips=on")) << g;
+    EXPECT_TRUE(has_spec(cs, g == 256 ? "bn=128,strips=off" : "bn=128")) << g;
     EXPECT_TRUE(has_spec(cs, "epilogue=tma")) << g;
     EXPECT_FALSE(has_spec(cs, "swap=ab"));
   }

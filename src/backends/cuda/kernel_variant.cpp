@@ -271,12 +271,26 @@ bool swapped_operands_pay(const core::GroupGemmProblem& p) {
 // bench/RESULTS.md 2026-12-06).
 constexpr std::int64_t kStripRowsPerGroup = 192;
 
+// Strips are long units (up to 16 tiles): fewer than two per SM of an H100 or H200 (132) would
+// leave SMs idle that one tile per unit keeps busy.
+constexpr std::int64_t kStripUnitsAtLeast = 2 * 132;
+
 // Whether the weight gradient goes in strips: small groups, several m tiles to share B across,
-// and the 16-bit form compiled for every scheduler table (kernel_variant's all_variants).
+// enough strips to fill the GPU, and the 16-bit form compiled for every scheduler table
+// (all_variants).
 bool strips_pay(const core::GroupGemmProblem& p) {
-  const std::int64_t rows = p.k / std::max<std::int64_t>(p.num_groups, 1);  // (k spans all groups)
-  return p.mode == RaggedMode::kContracting && rows <= kStripRowsPerGroup && p.m > 128 && p.n >= 256 &&
-         p.lhs_dtype == DType::kBF16 && p.out_dtype == DType::kBF16 && !p.lhs_gather_rows;
+  // k spans all groups; with a group offset the other groups' rows are often left out (an expert-
+  // parallel rank's), so the local groups' mean is the safer guess there
+  const std::int64_t groups = std::max<std::int64_t>(p.has_group_offset ? p.computed_groups : p.num_groups, 1);
+  const std::int64_t rows = p.k / groups;
+  if (!(p.mode == RaggedMode::kContracting && rows <= kStripRowsPerGroup && p.m > 128 && p.n >= 256 &&
+        p.lhs_dtype == DType::kBF16 && p.out_dtype == DType::kBF16 && !p.lhs_gather_rows))
+    return false;
+  const std::int64_t m_tiles = (p.m + 127) / 128, n_tiles = (p.n + 255) / 256;
+  const int slots = ragdot_strip_b_slots(256);  // (a resident group's units: its strips)
+  const std::int64_t units = p.computed_groups * ragdot_strip_units(slots, slots, (int)std::min<std::int64_t>(m_tiles, 1 << 30),
+                                                                    (int)std::min<std::int64_t>(n_tiles, 1 << 30));
+  return units >= kStripUnitsAtLeast;
 }
 
 }  // namespace
@@ -579,7 +593,7 @@ Result<KernelVariant> override_variant(const KernelVariant& v, const VariantSpec
   if (spec.tma_store && out.family == KernelFamily::kWgmma && out.out != DType::kF32 &&
       (out.mode == 2 || forward_tma_store_applies(out))) {
     out.tma_store = *spec.tma_store;
-    out.stages = ring_stages(out, d, groups);
+    out.stages = out.strips ? in_strips(out, d, groups).stages : ring_stages(out, d, groups);
   }
   if (spec.bn && out.family == KernelFamily::kWgmma) {
     if (out.swiglu && *spec.bn % 128 != 0)

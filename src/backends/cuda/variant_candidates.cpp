@@ -25,8 +25,12 @@ std::vector<Candidate> candidate_variants(const core::GroupGemmProblem& p, const
   const std::int64_t table = compiled_table_for(p.num_groups + p.computed_groups);
   std::vector<std::string> specs;
   // (a gathered pair's narrower tile on one CTA: CI compiles pairs at bn 256 only)
+  // (and strips' narrower tile in one CTA per tile: CI compiles strips at bn 256 only)
   if (p.n > 128)
-    specs.push_back(chosen.bn == 256 ? (chosen.gather_a && chosen.cluster > 1 ? "bn=128,cluster=1" : "bn=128") : "bn=256");
+    specs.push_back(chosen.bn != 256                        ? "bn=256"
+                    : chosen.gather_a && chosen.cluster > 1 ? "bn=128,cluster=1"
+                    : chosen.strips                         ? "bn=128,strips=off"
+                                                            : "bn=128");
   if (chosen.mode == 1) {
     const bool plain = !chosen.gather_a && !chosen.swiglu && !chosen.scatter_out && chosen.out != DType::kF32;
     // (the planner swaps some ops itself: then the plain tile is the alternative)
