@@ -15,6 +15,26 @@ import sys
 import time
 
 
+def cuda_median_ms(fn, reps):
+    """Median milliseconds of `reps` runs of `fn` on the current CUDA stream (CUDA events), after
+    three warm-up runs."""
+    import torch
+
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        a = torch.cuda.Event(enable_timing=True)
+        b = torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b))
+    return statistics.median(times)
+
+
 def torch_peers(cases, reps):
     import torch
 
@@ -22,19 +42,7 @@ def torch_peers(cases, reps):
     results = []
 
     def timed(fn):
-        for _ in range(3):
-            fn()
-        torch.cuda.synchronize()
-        times = []
-        for _ in range(reps):
-            a = torch.cuda.Event(enable_timing=True)
-            b = torch.cuda.Event(enable_timing=True)
-            a.record()
-            fn()
-            b.record()
-            b.synchronize()
-            times.append(a.elapsed_time(b))
-        return statistics.median(times)
+        return cuda_median_ms(fn, reps)
 
     for c in cases:
         if "error" in c:  # ragdot could not run this case: nothing to compare against

@@ -18,8 +18,9 @@ DRAM writes or by something on the chip between them decides what target it can 
 """
 import argparse
 import json
-import statistics
 import sys
+
+from gpu_peers import cuda_median_ms  # (this file's folder is on the path when run as a script)
 
 
 def main():
@@ -41,18 +42,7 @@ def main():
     out_bytes = 2.0 * E * K * N
 
     def timed(fn):
-        for _ in range(3):
-            fn()
-        torch.cuda.synchronize()
-        times = []
-        for _ in range(a.reps):
-            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            s.record()
-            fn()
-            e.record()
-            e.synchronize()
-            times.append(s.elapsed_time(e))
-        return statistics.median(times)
+        return cuda_median_ms(fn, a.reps)
 
     # inputs in [-1, 1), never all zeros; the activations as x [E*R, K], dy [E*R, N]
     x = torch.rand(E * R, K, device=dev, dtype=torch.bfloat16) * 2 - 1

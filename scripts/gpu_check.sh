@@ -20,8 +20,8 @@
 # (default "swap=off;order=mix;split=tail;strips=on;strips=off;measure": the plain tile where the
 # planner swaps operands (deepseek-v3's prefill), mode 1's groups in the mixed order
 # (tile_order.h), the Hopper family's last wave split along k, the weight gradient in strips that
-# keep B in shared memory where the planner does not, and one tile per unit where it does; "measure": a measured plan, PlanningEffort::kMeasure, with the case's group sizes; ""
-# for none). swap=ab elsewhere lost on every case (bench/RESULTS.md, 2026-12-06). The variants timed on 2026-12-05 and -06 (bench/RESULTS.md), slower than the
+# keep B in shared memory where the planner does not, and one tile per unit where it does;
+# "measure": a measured plan, PlanningEffort::kMeasure, with the case's group sizes; "" for none). swap=ab elsewhere lost on every case (bench/RESULTS.md, 2026-12-06). The variants timed on 2026-12-05 and -06 (bench/RESULTS.md), slower than the
 # planner's choice everywhere, stay out of the default to save device time: "cluster=2;cluster=2n;
 # cluster=4;raster=25600;epilogue=tma;epilogue=tma,bn=192;bn=128" (CTA pairs along m and along n,
 # 2 x 2 clusters, a large group's tiles in blocks whose rows fit in 25 MiB of L2, the TMA-store

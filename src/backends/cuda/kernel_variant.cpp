@@ -83,22 +83,24 @@ int wgmma_stages(int bn, const DeviceTraits& d, std::int64_t staging_bytes = 0, 
   return deepest_ring(wgmma_stage_bytes(bn, bm), staging_bytes, d, groups);
 }
 std::int64_t staging_bytes_of(const KernelVariant& v) { return v.tma_store ? tma_store_staging_bytes(v.mode) : 0; }
-// The ring of a wgmma variant with one tile per stage (not strips), beside its staging area and
-// the largest scheduler table; swapped operands and the forward's TMA-store epilogue beside the
-// table of `groups` groups instead (the latter's staging is half as large: 4 stages of a 256-wide
-// tile for tables up to ~500 groups, 3 beside the largest; the weight gradient's takes 3 everywhere).
+constexpr std::int64_t kStripATileBytes = 128 * 64 * 2;
+// The ring of a wgmma variant, as deep as fits.
+// - One tile per stage: beside its staging area and the largest scheduler table; swapped operands
+//   and the forward's TMA-store epilogue beside the table of `groups` groups instead (the latter's
+//   staging is half as large: 4 stages of a 256-wide tile for tables up to ~500 groups, 3 beside
+//   the largest; the weight gradient's takes 3 everywhere).
+// - Weight-gradient strips (kernels/ragdot/strips.h): a ring of A tiles (128 x 64) beside B's
+//   slots of k steps (RAGDOT_STRIP_B_BYTES) and the table of `groups` groups (-1: the largest;
+//   4 A tiles then, 5 for tables of up to ~4300 groups, 6 up to ~220).
 int ring_stages(const KernelVariant& v, const DeviceTraits& d, std::int64_t groups) {
+  if (v.strips) return deepest_ring(kStripATileBytes, RAGDOT_STRIP_B_BYTES, d, groups);
   const bool table_aware = (v.tma_store && v.mode == 1) || v.swap_ab;  // as swapped() counts them
   return wgmma_stages(v.bn, d, staging_bytes_of(v), v.bm, table_aware ? groups : -1);
 }
 
-// Weight-gradient strips (kernels/ragdot/strips.h): a ring of A tiles (128 x 64) beside B's slots
-// of k steps (RAGDOT_STRIP_B_BYTES), as deep as fits beside the scheduler table of `groups` groups
-// (-1: the largest; 4 A tiles then, 5 for tables of up to ~4300 groups, 6 up to ~220).
-constexpr std::int64_t kStripATileBytes = 128 * 64 * 2;
 KernelVariant in_strips(KernelVariant v, const DeviceTraits& d, std::int64_t groups = -1) {
   v.strips = true;
-  v.stages = deepest_ring(kStripATileBytes, RAGDOT_STRIP_B_BYTES, d, groups);
+  v.stages = ring_stages(v, d, groups);
   return v;
 }
 
@@ -282,14 +284,13 @@ bool strips_pay(const core::GroupGemmProblem& p) {
   // k spans all groups; with a group offset the other groups' rows are often left out (an expert-
   // parallel rank's), so the local groups' mean is the safer guess there
   const std::int64_t groups = std::max<std::int64_t>(p.has_group_offset ? p.computed_groups : p.num_groups, 1);
-  const std::int64_t rows = p.k / groups;
-  if (!(p.mode == RaggedMode::kContracting && rows <= kStripRowsPerGroup && p.m > 128 && p.n >= 256 &&
-        p.lhs_dtype == DType::kBF16 && p.out_dtype == DType::kBF16 && !p.lhs_gather_rows))
+  if (p.k / groups > kStripRowsPerGroup || p.m <= 128 || p.n < 256 || p.lhs_dtype != DType::kBF16 ||
+      p.out_dtype != DType::kBF16 || p.lhs_gather_rows)
     return false;
-  const std::int64_t m_tiles = (p.m + 127) / 128, n_tiles = (p.n + 255) / 256;
+  // (m and n are below 2^31, choose_variant's rule, so their tile counts fit an int)
   const int slots = ragdot_strip_b_slots(256);  // (a resident group's units: its strips)
-  const std::int64_t units = p.computed_groups * ragdot_strip_units(slots, slots, (int)std::min<std::int64_t>(m_tiles, 1 << 30),
-                                                                    (int)std::min<std::int64_t>(n_tiles, 1 << 30));
+  const std::int64_t units = p.computed_groups * ragdot_strip_units(slots, slots, (int)((p.m + 127) / 128),
+                                                                    (int)((p.n + 255) / 256));
   return units >= kStripUnitsAtLeast;
 }
 
@@ -475,7 +476,7 @@ Result<KernelVariant> choose_variant(const core::GroupGemmProblem& p, const Devi
     KernelVariant v = wgmma_variant(mode, p.lhs_dtype, p.out_dtype, b_k, p.n >= 256 ? 256 : 128, d, gather);
     if (v.stages >= 2 && mode == 1 && !gather && swapped_operands_pay(p))
       return swapped(v, d, compiled_table_for(p.num_groups + p.computed_groups));
-    if (v.stages >= 2 && mode == 2 && v.bn == 256 && strips_pay(p))
+    if (v.stages >= 2 && mode == 2 && strips_pay(p))  // (n >= 256: v's tile is 256 wide)
       return in_strips(v, d, compiled_table_for(p.num_groups + p.computed_groups));
     if (column_tiles_pair_up(p.n, v.bn) && pairs_gathered_rows(v)) return in_gathered_pairs(v);
     if (v.stages >= 2) return v;
@@ -593,7 +594,7 @@ Result<KernelVariant> override_variant(const KernelVariant& v, const VariantSpec
   if (spec.tma_store && out.family == KernelFamily::kWgmma && out.out != DType::kF32 &&
       (out.mode == 2 || forward_tma_store_applies(out))) {
     out.tma_store = *spec.tma_store;
-    out.stages = out.strips ? in_strips(out, d, groups).stages : ring_stages(out, d, groups);
+    out.stages = ring_stages(out, d, groups);
   }
   if (spec.bn && out.family == KernelFamily::kWgmma) {
     if (out.swiglu && *spec.bn % 128 != 0)
@@ -601,7 +602,7 @@ Result<KernelVariant> override_variant(const KernelVariant& v, const VariantSpec
                               " with the SwiGLU epilogue, whose tile is half gate and half up boxes of 64 columns "
                               "(use 128 or 256)");
     out.bn = *spec.bn;
-    out.stages = out.strips ? in_strips(out, d, groups).stages : ring_stages(out, d, groups);
+    out.stages = ring_stages(out, d, groups);
   }
   if (spec.stages && out.family != KernelFamily::kSimt) out.stages = *spec.stages;
   // gathered rows pair only along n (each CTA gathers half of the rows and sends it to the other):
