@@ -882,6 +882,13 @@ TEST(CudaCodegen, PlannerRunsSmallGroupsWeightGradientsInStrips) {
     const KernelVariant v = chosen(p);
     EXPECT_FALSE(v.strips) << v.name() << " for " << p.to_string();
   }
+  // "enough strips" counts the device's SMs: 8 groups of 100 rows at 4096 x 8192 make 512 strips,
+  // two per SM of a 256-SM device but not of a 300-SM one
+  const auto few_groups = problem(4096, 8192, 8 * 100, 8);
+  for (const int sms : {256, 300}) {
+    const DeviceTraits device{9, 0, 227 * 1024, sms};
+    EXPECT_EQ(compiled_choice(few_groups, device, all).strips, sms == 256) << sms << " SMs";
+  }
 }
 
 // The mixed tile order (kernels/ragdot/tile_order.h): opt-in (it did not pay on the GPU), for the

@@ -50,6 +50,7 @@ Result<std::unique_ptr<Device>> open(int ordinal) {
   dev->traits.cc_minor = attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
   dev->traits.max_dynamic_smem = attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
   dev->multiprocessors = attr(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
+  dev->traits.sm_count = dev->multiprocessors;
   dev->l2_bytes = attr(CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE);
   size_t mem = 0;
   d->cuDeviceTotalMem(&mem, dev->handle);

@@ -273,14 +273,14 @@ bool swapped_operands_pay(const core::GroupGemmProblem& p) {
 // bench/RESULTS.md 2026-12-06).
 constexpr std::int64_t kStripRowsPerGroup = 192;
 
-// Strips are long units (up to 16 tiles): fewer than two per SM of an H100 or H200 (132) would
-// leave SMs idle that one tile per unit keeps busy.
-constexpr std::int64_t kStripUnitsAtLeast = 2 * 132;
+// Strips are long units (up to 16 tiles): fewer than two per SM would leave SMs idle that one
+// tile per unit keeps busy.
+constexpr std::int64_t kStripUnitsPerSmAtLeast = 2;
 
 // Whether the weight gradient goes in strips: small groups, several m tiles to share B across,
 // enough strips to fill the GPU, and the 16-bit form compiled for every scheduler table
 // (all_variants).
-bool strips_pay(const core::GroupGemmProblem& p) {
+bool strips_pay(const core::GroupGemmProblem& p, const DeviceTraits& d) {
   // k spans all groups; with a group offset the other groups' rows are often left out (an expert-
   // parallel rank's), so the local groups' mean is the safer guess there
   const std::int64_t groups = std::max<std::int64_t>(p.has_group_offset ? p.computed_groups : p.num_groups, 1);
@@ -291,7 +291,7 @@ bool strips_pay(const core::GroupGemmProblem& p) {
   const int slots = ragdot_strip_b_slots(256);  // (a resident group's units: its strips)
   const std::int64_t units = p.computed_groups * ragdot_strip_units(slots, slots, (int)((p.m + 127) / 128),
                                                                     (int)((p.n + 255) / 256));
-  return units >= kStripUnitsAtLeast;
+  return units >= kStripUnitsPerSmAtLeast * std::max(d.sm_count, 1);
 }
 
 }  // namespace
@@ -476,7 +476,7 @@ Result<KernelVariant> choose_variant(const core::GroupGemmProblem& p, const Devi
     KernelVariant v = wgmma_variant(mode, p.lhs_dtype, p.out_dtype, b_k, p.n >= 256 ? 256 : 128, d, gather);
     if (v.stages >= 2 && mode == 1 && !gather && swapped_operands_pay(p))
       return swapped(v, d, compiled_table_for(p.num_groups + p.computed_groups));
-    if (v.stages >= 2 && mode == 2 && strips_pay(p))  // (n >= 256: v's tile is 256 wide)
+    if (v.stages >= 2 && mode == 2 && strips_pay(p, d))  // (n >= 256: v's tile is 256 wide)
       return in_strips(v, d, compiled_table_for(p.num_groups + p.computed_groups));
     if (column_tiles_pair_up(p.n, v.bn) && pairs_gathered_rows(v)) return in_gathered_pairs(v);
     if (v.stages >= 2) return v;

@@ -61,6 +61,7 @@ constexpr std::int64_t kWgmmaStaticSmemBytes = 1024;
 struct DeviceTraits {
   int cc_major = 9, cc_minor = 0;
   std::int64_t max_dynamic_smem = 227 * 1024;  // opt-in per-block limit
+  int sm_count = 132;                           // multiprocessors (an H100 SXM's or H200's)
 };
 
 // Picks the variant for a canonical problem on a device, or says why the cuda backend does not
