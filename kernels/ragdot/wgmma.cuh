@@ -902,6 +902,10 @@ struct Kernel {
   template <int kCols, class T>
   static __device__ __forceinline__ void store_tile(u16* otile, i64 out_m, int r0, int lane, i64 rows_here,
                                                     i64 cols_lim, const float (&acc)[kCols / 2], T) {
+    if constexpr (kWideStores) {
+      store_tile_wide<kCols>(otile, out_m, r0, lane, rows_here, cols_lim, acc, T());
+      return;
+    }
 #pragma unroll
     for (int j = 0; j < kCols / 8; j += 2) {
       const int c = j * 8 + neighbour_column(lane);
@@ -911,6 +915,49 @@ struct Kernel {
         const u32 w1 = pack2(acc[4 * j + 4 + 2 * h], acc[4 * j + 4 + 2 * h + 1], T());
         const int r = r0 + h * 8;
         store_neighbours(otile + r * out_m + c, w0, w1, lane, c < cols_lim && r < rows_here);
+      }
+    }
+  }
+
+  // The weight gradient writes an output far larger than its inputs (g x m x n), so its stores
+  // are the wider kind: a quad transposes its words of four 8-column blocks (lane 4q+i holds
+  // columns 2i..2i+1 of each; afterwards it holds all 8 columns of block i) with two rounds of
+  // swaps, first with lane i^2, then with lane i^1, and each lane stores 16 bytes. A quad then
+  // writes 64 contiguous bytes of a row per store: half the store instructions and L2 requests of
+  // the 8-byte form, for twice the shuffles. Whole 8-column blocks lie inside or past the output
+  // (columns come in multiples of 8), and out, out_m, out_g and n keep 16-byte alignment.
+  static constexpr bool kWideStores = V::kMode == 2;
+  template <int kCols, class T>
+  static __device__ __forceinline__ void store_tile_wide(u16* otile, i64 out_m, int r0, int lane, i64 rows_here,
+                                                         i64 cols_lim, const float (&acc)[kCols / 2], T) {
+    static_assert(kCols % 32 == 0, "the quad transposes four 8-column blocks at a time");
+    const int i = lane & 3;
+    const bool upper = i & 2, odd = i & 1;
+#pragma unroll
+    for (int j = 0; j < kCols / 8; j += 4) {
+      const int c = (j + i) * 8;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        u32 w[4];  // w[b]: this lane's columns 2i..2i+1 of block j + b
+#pragma unroll
+        for (int b = 0; b < 4; ++b) w[b] = pack2(acc[4 * (j + b) + 2 * h], acc[4 * (j + b) + 2 * h + 1], T());
+        // Round one, with lane i^2: keep the two blocks of this lane's half (b & 2 == i & 2), give
+        // the other two. Then x[p][e] is lane (p, i & 1)'s word of block (i & 2) + e.
+        const u32 mine0 = upper ? w[2] : w[0], mine1 = upper ? w[3] : w[1];
+        const u32 got0 = __shfl_xor_sync(0xffffffffu, upper ? w[0] : w[2], 2);
+        const u32 got1 = __shfl_xor_sync(0xffffffffu, upper ? w[1] : w[3], 2);
+        const u32 x00 = upper ? got0 : mine0, x01 = upper ? got1 : mine1;
+        const u32 x10 = upper ? mine0 : got0, x11 = upper ? mine1 : got1;
+        // Round two, with lane i^1: keep block e = i & 1, give the other. Then word p of this lane
+        // is lane p's word of block j + i, columns 2p..2p+1.
+        const u32 got2 = __shfl_xor_sync(0xffffffffu, odd ? x00 : x01, 1);
+        const u32 got3 = __shfl_xor_sync(0xffffffffu, odd ? x10 : x11, 1);
+        const u32 y0 = odd ? got2 : x00, y1 = odd ? x01 : got2, y2 = odd ? got3 : x10, y3 = odd ? x11 : got3;
+        const int r = r0 + h * 8;
+        if (c < cols_lim && r < rows_here)
+          asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"l"(otile + r * out_m + c), "r"(y0), "r"(y1),
+                       "r"(y2), "r"(y3)
+                       : "memory");
       }
     }
   }
