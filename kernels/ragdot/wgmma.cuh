@@ -925,7 +925,9 @@ struct Kernel {
   // swaps, first with lane i^2, then with lane i^1, and each lane stores 16 bytes. A quad then
   // writes 64 contiguous bytes of a row per store: half the store instructions and L2 requests of
   // the 8-byte form, for twice the shuffles. Whole 8-column blocks lie inside or past the output
-  // (columns come in multiples of 8), and out, out_m, out_g and n keep 16-byte alignment.
+  // (columns come in multiples of 8), and out, out_m, out_g and n keep 16-byte alignment. The
+  // stores are evict-first (.cs): the kernel never reads its output back, and at deepseek-v3's
+  // 15 GB it would only push the operands out of L2.
   static constexpr bool kWideStores = V::kMode == 2;
   template <int kCols, class T>
   static __device__ __forceinline__ void store_tile_wide(u16* otile, i64 out_m, int r0, int lane, i64 rows_here,
@@ -955,7 +957,7 @@ struct Kernel {
         const u32 y0 = odd ? got2 : x00, y1 = odd ? x01 : got2, y2 = odd ? got3 : x10, y3 = odd ? x11 : got3;
         const int r = r0 + h * 8;
         if (c < cols_lim && r < rows_here)
-          asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"l"(otile + r * out_m + c), "r"(y0), "r"(y1),
+          asm volatile("st.global.cs.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"l"(otile + r * out_m + c), "r"(y0), "r"(y1),
                        "r"(y2), "r"(y3)
                        : "memory");
       }
