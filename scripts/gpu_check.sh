@@ -5,7 +5,12 @@
 #
 #   OUT=/some/dir scripts/gpu_check.sh [--no-tests] [--no-sanitizer] [--no-bench] [--quick] [--python]
 #                                      [--skip REGEX] [--only REGEX] [--sweep SPECS] [--no-peers]
-#                                      [--torch-peers] [--bench-limit SECONDS]
+#                                      [--torch-peers] [--bench-limit SECONDS] [--jobs N]
+#
+# --jobs N runs N GPU tests side by side (default 1), each in its own process with twice its time
+# limit; a kind's small tests, which gate its others, all finish before any gated test starts.
+# At the end $OUT holds the log, the table, the merged JSON and the sanitizer summary; everything
+# else it wrote (test output, benchmark JSON, bounds, Python results) is packed into details.tgz.
 #
 # --skip leaves out the GPU tests whose Suite.Name matches REGEX (e.g. a slow one already run);
 # --only runs only those that match. --no-peers benchmarks ragdot's cuda backend and the dense
@@ -31,7 +36,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . scripts/gpu_log.sh log.txt
-bench_limit=400 run_tests=1 run_bench=1 run_sanitizer=1 run_python=0 quick="" skip='^$' only='.*' peers=1 sweep='swap=off;order=mix;split=tail;strips=on;strips=off;measure'
+bench_limit=400 parallel=1 run_tests=1 run_bench=1 run_sanitizer=1 run_python=0 quick="" skip='^$' only='.*' peers=1 sweep='swap=off;order=mix;split=tail;strips=on;strips=off;measure'
 while [ $# -gt 0 ]; do
   a=$1
   shift
@@ -41,6 +46,7 @@ while [ $# -gt 0 ]; do
     --no-peers) peers=0 ;;
     --torch-peers) peers=torch ;;
     --bench-limit) bench_limit=$1; shift ;;
+    --jobs) parallel=$1; shift ;;
     --sweep) sweep=$1; shift ;;
     --no-tests) run_tests=0 ;;
     --no-bench) run_bench=0 ;;
@@ -68,48 +74,82 @@ if ! "$BIN/test_cuda_codegen" --gtest_list_tests > /dev/null 2>&1 || [ ! -x "$BI
 fi
 
 if [ $run_tests = 1 ]; then
-  say "GPU tests"
+  say "GPU tests$([ "$parallel" -gt 1 ] && echo " ($parallel at a time)")"
   # one process per test, each with its own time limit, so that a hang names its test
   : > "$OUT/gpu_tests.txt"
   # the expert-parallel tests run one rank in this process, and their one-process-per-GPU launcher
   # with RAGDOT_EP_RANKS ranks (default 1 here; every GPU on a multi-GPU machine when it is unset there)
   [ "$(nvidia-smi -L 2>/dev/null | wc -l)" -le 1 ] && export RAGDOT_EP_RANKS=${RAGDOT_EP_RANKS:-1}
+  # CTA pairs, split tiles and swapped operands: a protocol between CTAs (or a new tile) that
+  # deadlocks hangs its test. The few cases of each kind run first on a short limit; the kind's
+  # other tests only if they passed. gates_of TEST: the small tests that must pass before it.
+  gates_of() {
+    case $1 in
+      *HopperGatheredRows | *HopperGatheredRowsOneCta) echo CudaBackend.HopperGatheredRowsSmall ;;
+      *HopperGatheredWeightGradient) echo CudaBackend.HopperGatheredWeightGradientSmall ;;
+      *ClusterPairsAlong*) echo "${1/ClusterPairs/ClusterPairsSmall}" ;;
+      *HopperSplitTail | *HopperSplitTailCountsItsPieces) echo CudaBackend.HopperSplitTailSmall ;;
+      *HopperSwappedOperands | *HopperWeightGradientStrips | *HopperForwardTmaStore | *HopperMixedOrder) echo "${1}Small" ;;
+      *HopperSwappedByDefault) echo CudaBackend.HopperSwappedOperandsSmall ;;
+      # measured plans time every kind of candidate: only once each kind's small cases passed
+      *MeasuredPlans*) echo CudaBackend.HopperSplitTailSmall CudaBackend.HopperSwappedOperandsSmall \
+        CudaBackend.HopperWeightGradientStripsSmall CudaBackend.HopperWeightGradientTmaStoreSmall ;;
+    esac
+  }
+  limit_of() {
+    case $1 in
+      *HopperSplitTail | *HopperWeightGradientStrips | *HopperGatheredRows*) echo 300 ;;
+      *ClusterPairsSmall* | *SplitTailSmall | *SwappedOperandsSmall | *WeightGradientStripsSmall | *MixedOrderSmall | \
+        *GatheredWeightGradientSmall) echo 60 ;;
+      *) echo 150 ;;
+    esac
+  }
+  # each test's output and verdict go to files of their own (numbered in list order), so that tests
+  # run side by side (--jobs) do not interleave; gpu_tests.txt gets them in list order at the end
+  tests_dir=$(mktemp -d)
+  run_test() {  # PROG TEST NUMBER
+    local t=$2 f=$tests_dir/$3 gate gate_failed="" limit start rc
+    for gate in $(gates_of "$t"); do cat "$tests_dir"/*.verdict 2>/dev/null | grep -q "^$gate exit 0" || gate_failed=$gate; done
+    if [ -n "$gate_failed" ]; then
+      echo "$t skipped (its small cases did not pass: $gate_failed)" > "$f.verdict"
+      return
+    fi
+    limit=$(limit_of "$t")
+    # side by side, each test gets a share of the GPU: twice the time
+    [ "$parallel" -gt 1 ] && limit=$((limit * 2))
+    start=$(date +%s)
+    timeout "$limit" "$BIN/$1" --gtest_filter="$t" > "$f.out" 2>&1
+    rc=$?
+    { [ $rc = 124 ] && echo "$t timed out after ${limit}s"
+      echo "$t exit $rc ($(( $(date +%s) - start ))s)"; } > "$f.verdict.tmp"
+    mv "$f.verdict.tmp" "$f.verdict"
+  }
+  # the tests in list order; those with gates run after all the others have finished
+  free=() gated=() number=0
   for prog in test_cuda_backend test_cublas_backend test_moe_device test_ep_nccl test_moe_expert_parallel; do
     for t in $("$BIN/$prog" --gtest_list_tests | awk '/^[^ ]/{suite=$1} /^  /{print suite $1}'); do
-      if [[ $t =~ $skip ]]; then echo "$t skipped (--skip)" | tee -a "$LOG" >> "$OUT/gpu_tests.txt"; continue; fi
+      number=$((number + 1))
+      n=$(printf %04d $number)
+      if [[ $t =~ $skip ]]; then echo "$t skipped (--skip)" > "$tests_dir/$n.verdict"; continue; fi
       [[ $t =~ $only ]] || continue
-      # CTA pairs, split tiles and swapped operands: a protocol between CTAs (or a new tile) that
-      # deadlocks hangs its test. The few cases of each kind run first on a short limit; the
-      # kind's other tests only if they passed (small: the small test that gates $t).
-      limit=150
-      small=""
-      case $t in
-        *ClusterPairsSmall* | *SplitTailSmall | *SwappedOperandsSmall | *WeightGradientStripsSmall | *MixedOrderSmall | \
-          *GatheredRowsSmall | *GatheredRowsSmallForcedPairs | *GatheredWeightGradientSmall) limit=60 ;;
-        *HopperGatheredRows | *HopperGatheredRowsOneCta) small=CudaBackend.HopperGatheredRowsSmall ;;
-        *HopperGatheredWeightGradient) small=CudaBackend.HopperGatheredWeightGradientSmall ;;
-        *ClusterPairsAlong*) small=${t/ClusterPairs/ClusterPairsSmall} ;;
-        *HopperSplitTail*) small=CudaBackend.HopperSplitTailSmall ;;
-        *HopperSwappedOperands | *HopperWeightGradientStrips | *HopperForwardTmaStore | *HopperMixedOrder) small=${t}Small ;;
-        *HopperSwappedByDefault) small=CudaBackend.HopperSwappedOperandsSmall ;;
-      esac
-      [[ $t == *HopperSplitTail || $t == *HopperWeightGradientStrips || $t == *HopperGatheredRows* ]] && limit=300
-      # measured plans time every kind of candidate: only once each kind's small cases passed
-      [[ $t == *MeasuredPlans* ]] && small="CudaBackend.HopperSplitTailSmall CudaBackend.HopperSwappedOperandsSmall
-        CudaBackend.HopperWeightGradientStripsSmall CudaBackend.HopperWeightGradientTmaStoreSmall"
-      gate_failed=""
-      for gate in $small; do grep -q "$gate exit 0" "$OUT/gpu_tests.txt" || gate_failed=$gate; done
-      if [ -n "$gate_failed" ]; then
-        echo "$t skipped (its small cases did not pass: $gate_failed)" | tee -a "$LOG" >> "$OUT/gpu_tests.txt"
-        continue
-      fi
-      start=$(date +%s)
-      timeout $limit "$BIN/$prog" --gtest_filter="$t" >> "$OUT/gpu_tests.txt" 2>&1
-      rc=$?
-      [ $rc = 124 ] && echo "$t timed out after ${limit}s" | tee -a "$LOG" >> "$OUT/gpu_tests.txt"
-      echo "$t exit $rc ($(( $(date +%s) - start ))s)" | tee -a "$LOG" >> "$OUT/gpu_tests.txt"
+      if [ -n "$(gates_of "$t")" ]; then gated+=("$prog $t $n"); else free+=("$prog $t $n"); fi
     done
   done
+  for phase in free gated; do
+    declare -n list=$phase
+    for entry in "${list[@]}"; do
+      while [ "$(jobs -rp | wc -l)" -ge "$parallel" ]; do wait -n; done
+      # shellcheck disable=SC2086  # PROG TEST NUMBER
+      run_test $entry &
+    done
+    wait
+  done
+  for f in "$tests_dir"/*.verdict; do  # (numbered: the glob gives list order)
+    [ -e "$f" ] || continue
+    [ -e "${f%.verdict}.out" ] && cat "${f%.verdict}.out" >> "$OUT/gpu_tests.txt"
+    tee -a "$LOG" < "$f" >> "$OUT/gpu_tests.txt"
+  done
+  rm -rf "$tests_dir"
   # the cublas backend's host side with a GPU present (availability checks then skip themselves)
   if [ "$only" = '.*' ]; then
     timeout 60 "$BIN/test_cublas_host" >> "$OUT/gpu_tests.txt" 2>&1
@@ -230,4 +270,10 @@ if [ $run_python = 1 ]; then
   OUT=$OUT scripts/gpu_python.sh $quick $([ $run_bench = 1 ] || echo --no-bench) 2>&1 | tee -a "$LOG" >&2
 fi
 
+# a few files to read first, the rest in one archive
+details=()
+for f in "$OUT"/*; do
+  case ${f##*/} in log.txt | gpu_table.md | gpu_results.json | sanitizer.txt | details.tgz) ;; *) [ -e "$f" ] && details+=("${f##*/}") ;; esac
+done
+[ ${#details[@]} -gt 0 ] && tar czf "$OUT/details.tgz" -C "$OUT" "${details[@]}" && (cd "$OUT" && rm -rf "${details[@]}")
 say "done"
