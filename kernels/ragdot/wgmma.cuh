@@ -904,17 +904,17 @@ struct Kernel {
                                                     i64 cols_lim, const float (&acc)[kCols / 2], T) {
     if constexpr (kWideStores) {
       store_tile_wide<kCols>(otile, out_m, r0, lane, rows_here, cols_lim, acc, T());
-      return;
-    }
+    } else {
 #pragma unroll
-    for (int j = 0; j < kCols / 8; j += 2) {
-      const int c = j * 8 + neighbour_column(lane);
+      for (int j = 0; j < kCols / 8; j += 2) {
+        const int c = j * 8 + neighbour_column(lane);
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const u32 w0 = pack2(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1], T());
-        const u32 w1 = pack2(acc[4 * j + 4 + 2 * h], acc[4 * j + 4 + 2 * h + 1], T());
-        const int r = r0 + h * 8;
-        store_neighbours(otile + r * out_m + c, w0, w1, lane, c < cols_lim && r < rows_here);
+        for (int h = 0; h < 2; ++h) {
+          const u32 w0 = pack2(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1], T());
+          const u32 w1 = pack2(acc[4 * j + 4 + 2 * h], acc[4 * j + 4 + 2 * h + 1], T());
+          const int r = r0 + h * 8;
+          store_neighbours(otile + r * out_m + c, w0, w1, lane, c < cols_lim && r < rows_here);
+        }
       }
     }
   }
