@@ -5,13 +5,14 @@
 // and cublasGemmGroupedBatchedEx. Writes JSON with every case's group sizes so that the Python
 // peers (bench/gpu_peers.py) time exactly the same problems.
 //
-//   gpu_bench --json FILE [--reps N] [--only SUBSTRING] [--quick] [--sweep "bn=128;bn=256,stages=3"] [--no-peers]
+//   gpu_bench --json FILE [--reps N] [--only SUBSTRING] [--skew S] [--quick] [--sweep "bn=128;bn=256,stages=3"] [--no-peers]
 //
 // --sweep times the cuda backend again under each RAGDOT_CUDA_VARIANT override (';'-separated;
 // "measure" stands for a measured plan, PlanningEffort::kMeasure with the case's group sizes),
 // in the same process and on the same operands, then the planner's own choice once more, so that
 // the A/B is not confounded by clocks drifting between runs. --no-peers leaves out everything but
-// ragdot's cuda backend and the dense roof (for sweeps and profiles).
+// ragdot's cuda backend and the dense roof (for sweeps and profiles). --skew S keeps only the cases
+// of that router skew (0 or 1.2), so that a profiler's launch count picks one case's kernels.
 #include <cublas_v2.h>
 
 #include <algorithm>
@@ -207,6 +208,7 @@ std::string json_escape(const std::string& s) {
 int main(int argc, char** argv) {
   std::string json_path = "gpu_bench.json", only;
   int reps = 20;
+  double only_skew = -1.0;  // (< 0: every skew)
   bool quick = false, peers = true;
   std::vector<std::string> sweep;
   for (int i = 1; i < argc; ++i) {
@@ -214,6 +216,7 @@ int main(int argc, char** argv) {
     if (a == "--json" && i + 1 < argc) json_path = argv[++i];
     else if (a == "--reps" && i + 1 < argc) reps = std::atoi(argv[++i]);
     else if (a == "--only" && i + 1 < argc) only = argv[++i];
+    else if (a == "--skew" && i + 1 < argc) only_skew = std::atof(argv[++i]);
     else if (a == "--quick") quick = true;
     else if (a == "--no-peers") peers = false;
     else if (a == "--sweep" && i + 1 < argc) {
@@ -224,7 +227,7 @@ int main(int argc, char** argv) {
         at = end + 1;
       }
     } else {
-      std::fprintf(stderr, "usage: gpu_bench [--json FILE] [--reps N] [--only SUBSTRING] [--quick] [--sweep SPECS] [--no-peers]\n");
+      std::fprintf(stderr, "usage: gpu_bench [--json FILE] [--reps N] [--only SUBSTRING] [--skew S] [--quick] [--sweep SPECS] [--no-peers]\n");
       return 2;
     }
   }
@@ -273,6 +276,7 @@ int main(int argc, char** argv) {
   for (const auto& bc : cases) {
     ++index;
     if (!only.empty() && bc.name.find(only) == std::string::npos) continue;
+    if (only_skew >= 0 && std::abs(bc.skew - only_skew) > 1e-9) continue;
     const auto preset = workloads::find_preset(bc.preset).value();
     const auto gemms = workloads::layer_gemms(preset, bc.tokens);
     const auto& g = bc.gemm == "up" ? gemms[0] : gemms[1];

@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <thread>
 
 #include "backends/cuda/uniform_fill.hpp"
+#include "core/env.hpp"
 #include "core/half.hpp"
 
 namespace ragdot::cuda {
@@ -235,6 +237,10 @@ Result<std::vector<TrialTiming>> time_candidates(const Device& device, const cor
   std::vector<int> launches(candidates.size(), 0);
   for (std::size_t i = 0; i < plans.size(); ++i) {
     if (!plans[i]) continue;
+    // (named before its first launch: a candidate that never finishes is then the last one named)
+    if (env::print_plan())
+      std::fprintf(stderr, "ragdot:   first launch of %s %s\n", candidates[i].spec.empty() ? "(planner)" : candidates[i].spec.c_str(),
+                   candidates[i].variant.name().c_str());
     Status st;
     for (int w = 0; w < kWarmups && st.is_ok(); ++w) st = plans[i]->execute(args);
     Result<double> once = st.is_ok() ? time_launches(*plans[i], args, s, 1, candidates[i].variant.name()) : Result<double>(st);
