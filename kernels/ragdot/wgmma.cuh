@@ -360,11 +360,12 @@ struct Kernel {
 
   // Gathered A: the producer warpgroup's 128 threads each take every tile from the ring too.
   static constexpr int kTileReaders = V::kGatherA ? 256 + 128 : 256;
-  // Cluster: each CTA's slots are read by whole warps (its eight consumer warps, a gathered pair's
-  // four producer warps too) and, on ranks past 0, by the producer thread; each arrives once on
-  // its own CTA's empty barrier. Rank 0 writes every CTA's slots, so its empty barrier also counts
-  // one relayed arrival per other CTA (relay_tile_slot).
-  static constexpr int kLocalTileReaders = kGatherPair ? 12 : 8;
+  // Cluster: each CTA's slots are read by its consumer threads (a gathered pair's producer
+  // warpgroup too) and, on ranks past 0, by the producer thread; each arrives once on its own
+  // CTA's empty barrier, as in one CTA, so that every reader's read is ordered before the next
+  // store into the slot by its own arrival. Rank 0 writes every CTA's slots, so its empty barrier
+  // also counts one relayed arrival per other CTA (relay_tile_slot).
+  static constexpr int kLocalTileReaders = kGatherPair ? 256 + 128 : 256;
   static __device__ __forceinline__ u32 cluster_tile_readers(u32 rank) {
     return rank == 0 ? kLocalTileReaders + kCluster - 1 : kLocalTileReaders + (kGatherPair ? 0 : 1);
   }
@@ -408,7 +409,7 @@ struct Kernel {
       }
       for (int s = 0; s < kTileSlots; ++s) {
         mbar_init(smem_address(&tile_ring.full[s]), 1);
-        // every reader, once it has read the slot (in a cluster, per warp, plus the other CTAs' relays)
+        // every reader thread, once it has read the slot (in a cluster, plus the other CTAs' relays)
         mbar_init(smem_address(&tile_ring.empty[s]), kCluster == 1 ? kTileReaders : cluster_tile_readers(cluster_rank()));
       }
       if constexpr (V::kSplitTail)
@@ -479,7 +480,7 @@ struct Kernel {
     }
     return value;
   }
-  // Consumer side (whole warps): the n-th tile, or -1 at the end.
+  // Consumer side (each reader thread): the n-th tile, or -1 at the end.
   static __device__ __forceinline__ int take_tile(u32 n) {
     TileRing& r = tile_ring;
     const u32 s = n % kTileSlots, phase = (n / kTileSlots) & 1;
@@ -491,8 +492,7 @@ struct Kernel {
     }
     mbar_wait_cluster(smem_address(&r.full[s]), phase);
     const int t = *(volatile int*)&r.slot[s];
-    __syncwarp();  // the whole warp has read the slot before its one arrival frees it
-    if ((threadIdx.x & 31) == 0) mbar_arrive(smem_address(&r.empty[s]));
+    mbar_arrive(smem_address(&r.empty[s]));
     return t;
   }
   // The producer thread of a cluster's other ranks: the n-th tile, as rank 0 wrote it, or -1 at the end.

@@ -2,9 +2,10 @@
 // relay_tile_slot, produce and produce_gathered_pair), played out on the host (barrier_model.hpp).
 // Every CTA has a ring of four slots with a full and an empty mbarrier each. Rank 0's producer
 // thread takes the units and writes each into its own slot and, by remote stores, into every
-// peer's; each CTA's readers (its eight consumer warps, in a gathered pair its four producer warps
-// too, on ranks past 0 otherwise its producer thread) read their own CTA's slot and arrive on
-// their own CTA's empty barrier. Those arrivals are CTA-local, so rank 0 cannot wait on a peer's
+// peer's; each CTA's readers (the threads of its eight consumer warps, in a gathered pair of its
+// four producer warps too, on ranks past 0 otherwise its producer thread) read their own CTA's
+// slot and each arrives on their own CTA's empty barrier. The model plays a warp as one reader:
+// its read and arrival stand for those of its 32 threads, which the barrier counts one by one. Those arrivals are CTA-local, so rank 0 cannot wait on a peer's
 // readers directly: each peer's producer thread, at its iteration n (a gathered pair's before it
 // takes tile n, produce's after), waits until its own readers have all read tile n - 3 and then
 // arrives on rank 0's empty barrier of that slot (the relay), and rank 0's empty barriers count
