@@ -98,7 +98,7 @@ if [ $run_tests = 1 ]; then
   }
   limit_of() {
     case $1 in
-      *HopperSplitTail | *HopperWeightGradientStrips | *HopperGatheredRows*) echo 300 ;;
+      *HopperSplitTail | *HopperWeightGradientStrips | *HopperGatheredRows* | *MeasuredPlans*) echo 300 ;;
       *ClusterPairsSmall* | *SplitTailSmall | *SwappedOperandsSmall | *WeightGradientStripsSmall | *MixedOrderSmall | \
         *GatheredWeightGradientSmall) echo 60 ;;
       *) echo 150 ;;
