@@ -13,7 +13,13 @@
 // default 2, for its partial sums' round trip through L2). Last, the same for swapped operands
 // (RAGDOT_CUDA_VARIANT=swap=ab: tiles of up to 160 token rows by 256 columns, the rows as wgmma's N
 // in steps of 16, A loaded in boxes of 32 rows): the rows multiplied, and the bytes the tiles load
-// from L2 against the plain tiles' (A's loaded rows plus B's columns, times k).
+// from L2 against the plain tiles' (A's loaded rows plus B's columns, times k), and both in GB
+// (16-bit operands): on a kernel bound by what L2 sends to the SMs (deepseek-v3's, ncu: 97% of L2
+// throughput) those bytes, not the FLOPs, set the time, so a skewed router's against a uniform
+// one's is the ratio to expect between the two cases' times. The last column is a kernel not
+// built: swapped tiles whose group has two or more of them taken in pairs that share each weight
+// tile (a TMA multicast into both CTAs, as cluster=2 does for plain tiles), so that a hot expert's
+// weights leave L2 once per pair of tiles instead of once per tile.
 //
 // A second table puts the same cases' tiles in the plain order and in the mixed order
 // (RAGDOT_CUDA_VARIANT=order=mix, kernels/ragdot/tile_order.h: groups ranked by rows, tiles taken
@@ -114,7 +120,8 @@ int main(int argc, char** argv) {
   }
   std::printf("| case | skew | tiles | waves on %d SMs | rows useful / multiplied | in-order hand-out efficiency | "
               "split=tail pieces | modelled split=tail speedup | swap=ab: rows useful / multiplied | swap=ab: L2 bytes / "
-              "plain |\n|---|---|---|---|---|---|---|---|---|---|\n",
+              "plain | L2 to SMs, plain (GB) | L2 to SMs, swap=ab (GB) | L2 to SMs, swap=ab with weights shared by pairs (GB) "
+              "|\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
               sms);
   for (const ragdot::bench::BenchCase& c : ragdot::bench::bench_cases()) {
     if (c.mode != 1 || c.name.find("decode") != std::string::npos) continue;  // the prefill forward cases
@@ -125,6 +132,7 @@ int main(int argc, char** argv) {
     std::vector<double> costs;  // in k steps of a full tile, in the scheduler's order
     double useful = 0, multiplied = 0;
     double plain_loads = 0, swap_loads = 0, swap_multiplied = 0;  // rows or columns loaded, rows multiplied
+    double paired_swap_loads = 0;
     const std::int64_t swap_n_tiles = (g.n + 255) / 256;
     for (std::int64_t rows : sizes) {
       const std::int64_t m_tiles = (rows + 127) / 128;
@@ -142,6 +150,8 @@ int main(int argc, char** argv) {
         const std::int64_t here = std::min<std::int64_t>(160, rows - m * 160);
         swap_multiplied += double((here + 15) / 16 * 16) * double(swap_n_tiles);
         swap_loads += double(((here + 31) / 32 * 32) + 256) * double(swap_n_tiles);
+        // (in pairs: the pair's second tile loads its rows only)
+        paired_swap_loads += double(((here + 31) / 32 * 32) + (m % 2 == 0 ? 256 : 0)) * double(swap_n_tiles);
       }
     }
     double row_total = 0;
@@ -157,9 +167,11 @@ int main(int argc, char** argv) {
       units.push_back(slot < 0 ? c_tile : c_tile / split.pieces + piece_overhead);
     }
     const double with_split = in_order_makespan(units, sms);
-    std::printf("| %s | %.1f | %zu | %.2f | %.3f | %.3f | %d | %.3f | %.3f | %.3f |\n", c.name.c_str(), c.skew, costs.size(),
-                double(costs.size()) / sms, useful / multiplied, multiplied / sms / whole, split.pieces,
-                whole / with_split, row_total * double(swap_n_tiles) / swap_multiplied, swap_loads / plain_loads);
+    const double gb_per_load = double(g.k) * 2.0 / 1e9;  // one row or column of 16-bit values, k long
+    std::printf("| %s | %.1f | %zu | %.2f | %.3f | %.3f | %d | %.3f | %.3f | %.3f | %.1f | %.1f | %.1f |\n", c.name.c_str(), c.skew,
+                costs.size(), double(costs.size()) / sms, useful / multiplied, multiplied / sms / whole, split.pieces,
+                whole / with_split, row_total * double(swap_n_tiles) / swap_multiplied, swap_loads / plain_loads,
+                plain_loads * gb_per_load, swap_loads * gb_per_load, paired_swap_loads * gb_per_load);
   }
   // the tile order: plain (group index) and mixed (tile_order.h), in the wave model
   std::printf("\n| case | skew | wave model, plain order (ms) | wave model, mixed order (ms) | plain / mixed | bound: "
