@@ -1,6 +1,7 @@
 // The oracle and every CPU backend against results computed by JAX itself (tests/data).
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -130,6 +131,54 @@ TEST(Golden, FileHasEveryMode) {
 
 TEST(Golden, ReferenceMatchesJax) {
   for (const auto& g : load()) EXPECT_TRUE(run_golden(g, DType::kF32, "cpu_ref")) << g.name;
+}
+
+// The oracle's whole output on several threads (evaluate, which every check of a backend uses)
+// against its elements one at a time (at): bitwise the same, in every mode, with empty groups, a
+// tail no group covers, 16-bit and f32 operands, and random general cases (batch dims, several
+// m/k/n dims, permuted axes, group offsets). Three threads, whatever the machine has.
+TEST(Golden, ReferenceOnThreadsMatchesElementByElement) {
+  const char* old = std::getenv("RAGDOT_NUM_THREADS");
+  const std::string kept = old ? old : "";
+  setenv("RAGDOT_NUM_THREADS", "3", 1);
+  std::vector<verify::Case> cases;
+  for (DType dt : {DType::kBF16, DType::kF32}) {
+    for (auto shaped : {verify::shaped_case(1, 300, 40, 64, {100, 0, 150, 37}, dt),
+                        verify::shaped_case(2, 70, 300, 64, {0, 299, 1}, dt),
+                        verify::shaped_case(3, 64, 40, 72, {1, 1, 1}, dt)}) {
+      ASSERT_TRUE(shaped.ok()) << shaped.status().message();
+      cases.push_back(*shaped);
+    }
+  }
+  verify::CaseOptions opts;
+  opts.max_dim = 60;
+  for (std::uint64_t seed = 1; seed <= 40; ++seed) cases.push_back(verify::random_case(seed, opts));
+  int threaded = 0;
+  std::uint64_t seed = 500;
+  for (const verify::Case& c : cases) {
+    auto op = RaggedDot::create(c.spec);
+    ASSERT_TRUE(op.ok()) << c.description << ": " << op.status().to_string();
+    std::vector<unsigned char> lhs(c.spec.lhs.num_bytes() + 1), rhs(c.spec.rhs.num_bytes() + 1);
+    verify::fill_random(lhs.data(), c.spec.lhs.dtype, c.spec.lhs.num_elements(), ++seed);
+    verify::fill_random(rhs.data(), c.spec.rhs.dtype, c.spec.rhs.num_elements(), ++seed);
+    const std::vector<unsigned char> gs = verify::encode_group_sizes(c);
+    const std::int32_t offset = c.group_offset.value_or(0);
+    auto ref = cpu::ReferenceEvaluator::create(*op, lhs.data(), rhs.data(), gs.data(), c.group_offset ? &offset : nullptr);
+    ASSERT_TRUE(ref.ok()) << c.description << ": " << ref.status().to_string();
+    const std::vector<double> all = ref->evaluate();
+    ASSERT_EQ(std::int64_t(all.size()), op->out().num_elements()) << c.description;
+    threaded += all.size() >= 4096;
+    std::size_t differ = 0;
+    for (std::size_t i = 0; i < all.size(); ++i) {
+      const double one = ref->at(std::int64_t(i));
+      if (std::memcmp(&one, &all[i], sizeof one) != 0 && differ++ == 0)
+        ADD_FAILURE() << c.description << " element " << i << ": " << all[i] << " on threads, " << one << " alone";
+    }
+    EXPECT_EQ(differ, 0u) << c.description;
+  }
+  if (old) setenv("RAGDOT_NUM_THREADS", kept.c_str(), 1);
+  else unsetenv("RAGDOT_NUM_THREADS");
+  EXPECT_GE(threaded, 6) << "too few cases large enough to run on threads";
 }
 
 TEST(Golden, CpuMatchesJaxOnEveryKernel) {

@@ -20,7 +20,7 @@ class ReferenceEvaluator {
 
   // One output element (flat row-major index into op.out()).
   double at(std::int64_t flat_index) const;
-  // Every output element.
+  // Every output element, on RAGDOT_NUM_THREADS threads (the same values as at()).
   std::vector<double> evaluate() const;
 
  private:
