@@ -1043,9 +1043,10 @@ struct Kernel {
   }
   // The clearing alone, of `chunks` 64-wide chunks at `addr` (the weight-gradient strips clear A's
   // tile and B's slot apart, and fence and meet once).
-  static __device__ __forceinline__ void clear_k_lines(u32 addr, int chunks, int valid) {
+  static __device__ __forceinline__ void clear_k_lines(u32 addr, int chunks, int valid, int thread = (int)threadIdx.x - 128,
+                                                       int threads = 256) {
     const int lines = kBK - valid, pieces = lines * chunks * 8;
-    for (int i = (int)threadIdx.x - 128; i < pieces; i += 256) {
+    for (int i = thread; i < pieces; i += threads) {
       const int piece = i & 7, line = (i >> 3) % lines, chunk = (i >> 3) / lines;
       const u32 at = addr + chunk * (kBK * 128) + (valid + line) * 128 + piece * 16;
       asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(at), "r"(0) : "memory");

@@ -10,6 +10,16 @@
 //
 // The rest is the plain kernel's (wgmma.cuh): the tile counter and ring, the k steps' protocol,
 // the k tail past a group's end cleared in both operands, the register epilogue.
+//
+// Turns (kPingPong): a tile has two k steps and 64 KiB of output, so its warpgroups spend longer
+// storing than multiplying, and in step with each other they leave the tensor cores idle while
+// both store. With turns, the warpgroups multiply one at a time, in a fixed order (warpgroup 0's
+// rows of a tile, then warpgroup 1's, then warpgroup 0's of the next tile), each handing the turn
+// on once its wgmma are done, so that one stores while the other multiplies. The warpgroup whose
+// turn comes first on a tile (0) also clears the k tail past the group's end in both operands,
+// alone, and the hand-over orders those writes before the other's wgmma. A turn holds all of a
+// tile's k steps before the other warpgroup frees any, so only tiles whose k steps fit in the A
+// ring with B resident take turns; the others (a streamed group's) run in step, as without turns.
 #pragma once
 
 #include "ragdot/strips.h"
@@ -175,12 +185,23 @@ struct Strips {
     }
   }
 
+  // kPingPong: named barriers 4 and 5 pass the turn to warpgroup 0 and 1 (bar.arrive by the one
+  // handing it on, bar.sync by the one taking it; barriers 0-3 are __syncthreads, consumers_sync
+  // and warpgroup_sync).
+  static __device__ __forceinline__ void take_turn(int wg) {
+    asm volatile("bar.sync %0, 256;\n" ::"r"(4 + wg) : "memory");
+  }
+  static __device__ __forceinline__ void hand_turn(int wg) {
+    asm volatile("bar.arrive %0, 256;\n" ::"r"(5 - wg) : "memory");
+  }
+
   static __device__ __forceinline__ void consume(const RagdotKernelParams& p, const Sched& sched, u32 a_ring,
                                                  u32 b_ring, int wg) {
     const int tid = threadIdx.x & 127, warp = tid >> 5, lane = tid & 31;
     O* out = (O*)p.out;
     u32 ia = 0, ib = 0;
     float acc[kAcc];
+    int turns = 0;  // kPingPong: tiles taken in turns so far (warpgroup 0 takes the first without waiting)
     for (u32 n = 0;; ++n) {
       const int t = K::take_tile(n);
       if (t < 0) break;
@@ -189,6 +210,11 @@ struct Strips {
         // zeroed on every path (see K::consume)
 #pragma unroll
         for (int j = 0; j < kAcc; ++j) acc[j] = 0.0f;
+        const bool in_turn = V::kPingPong && w.resident && w.k_steps <= kAStages;
+        if (in_turn) {
+          if (wg == 1 || turns > 0) take_turn(wg);
+          ++turns;
+        }
         if (w.k_steps > 0) {
           K::k_protocol(
               0, w.k_steps, ia, acc,
@@ -201,7 +227,16 @@ struct Strips {
                 // the group ends inside this k step: its rows past the end are the next group's
                 // (or past the tensor), cleared in A's tile and, the first time B's slot is used, in B
                 const int valid = imin(w.k_len - kt * kBK, kBK);
-                if (valid < kBK) {
+                if (in_turn) {
+                  // warpgroup 0 alone, on its turn; warpgroup 1 multiplies after it hands the turn on
+                  if (valid < kBK && wg == 0) {
+                    K::clear_k_lines(a_ring + (a % kAStages) * kABytes, 2, valid, tid, 128);
+                    if (i == 0 || !w.resident)
+                      K::clear_k_lines(b_ring + ((ib + (u32)kt) % kBSlots) * kBBytes, kBN / 64, valid, tid, 128);
+                    fence_async_shared();
+                    warpgroup_sync(0);
+                  }
+                } else if (valid < kBK) {
                   K::clear_k_lines(a_ring + (a % kAStages) * kABytes, 2, valid);
                   if (i == 0 || !w.resident) K::clear_k_lines(b_ring + ((ib + (u32)kt) % kBSlots) * kBBytes, kBN / 64, valid);
                   fence_async_shared();
@@ -230,6 +265,7 @@ struct Strips {
             for (int kt = 0; kt < w.k_steps; ++kt) mbar_arrive(empty_b(ib + (u32)kt));
           }
         }
+        if (in_turn) hand_turn(wg);  // (k_protocol waited for this warpgroup's wgmma)
         // epilogue (an empty group's tiles are zeros)
         Tile tile;
         tile.m0 = (i64)(w.m_tile + i) * kBM;
@@ -242,6 +278,9 @@ struct Strips {
       }
       if (w.resident) ib += (u32)w.k_steps;
     }
+    // warpgroup 1 handed warpgroup 0 one turn more than it took: taken here, so that no barrier
+    // is left part-way at exit
+    if (V::kPingPong && wg == 0 && turns > 0) take_turn(0);
   }
 };
 

@@ -1207,7 +1207,9 @@ TEST(CudaBackend, HopperWeightGradientTmaStoreSmall) {
 // f32 output; groups of 500 and 520 rows (resident only at bn 128's 8 slots); a group offset. Each
 // case under each spec, three runs, bitwise the same, every one planned in strips. `small`: three
 // cases, the whole grid and 3 CTAs with the shallowest ring (for compute-sanitizer).
-void check_strips(bool small) {
+// `turns`: the same cases with the consumer warpgroups taking turns (pingpong=on): groups whose k
+// steps fit the A ring with B resident take turns, the others (streamed) run in step, side by side.
+void check_strips(bool small, bool turns = false) {
   workloads::SplitMix64 rng(79);
   std::vector<std::int64_t> many(300);
   for (auto& g : many) g = std::int64_t(rng.next() % 20);
@@ -1226,24 +1228,27 @@ void check_strips(bool small) {
   // (B's slots wrap around across units on a few CTAs, with each ring depth and slot count: 4 at
   // bn 256, 8 at 128, 5 at 192, 16 at 64)
   const std::vector<const char*> specs =
-      small ? std::vector<const char*>{"strips=on", "strips=on,stages=2,ctas=3"}
-            : std::vector<const char*>{"strips=on",         "strips=on,ctas=3",        "strips=on,stages=2,ctas=3",
-                                       "strips=on,bn=128,ctas=3", "strips=on,bn=192,ctas=2", "strips=on,bn=64"};
-  std::uint64_t seed = small ? 7900 : 7950;
+      turns ? (small ? std::vector<const char*>{"strips=on,pingpong=on", "strips=on,pingpong=on,stages=2,ctas=3"}
+                     : std::vector<const char*>{"strips=on,pingpong=on,ctas=3", "strips=on,pingpong=on,ctas=1",
+                                                "strips=on,pingpong=on,stages=3,ctas=2"})
+      : small ? std::vector<const char*>{"strips=on", "strips=on,stages=2,ctas=3"}
+              : std::vector<const char*>{"strips=on",         "strips=on,ctas=3",        "strips=on,stages=2,ctas=3",
+                                         "strips=on,bn=128,ctas=3", "strips=on,bn=192,ctas=2", "strips=on,bn=64"};
+  std::uint64_t seed = (small ? 7900 : 7950) + (turns ? 500 : 0);
   int planned = 0, runs = 0;
   for (const char* spec : specs) {
     ScopedVariant strips(spec);
     for (verify::Case c : cases) {
       c.description += std::string(" ") + spec;
       const std::string plan = expect_cuda_pass(c, seed++, false, /*repeats=*/3);
-      planned += plan.find("strips") != std::string::npos;
+      planned += plan.find(turns ? "strips pingpong" : "strips") != std::string::npos;
       ++runs;
     }
     const std::string plan = expect_cuda_pass(mode2_offset_case(), seed++, false, /*repeats=*/3);
-    planned += plan.find("strips") != std::string::npos;
+    planned += plan.find(turns ? "strips pingpong" : "strips") != std::string::npos;
     ++runs;
   }
-  EXPECT_EQ(planned, runs) << "a case was not planned in strips";
+  EXPECT_EQ(planned, runs) << "a case was not planned in strips (with turns where asked)";
 }
 
 // (the small cases first: scripts/gpu_check.sh runs the others only if they pass)
@@ -1262,6 +1267,21 @@ TEST(CudaBackend, HopperWeightGradientStrips) {
   check_strips(false);
   ScopedVariant strips("strips=on");
   check_weight_gradients("strips", 3, "strips");
+}
+
+// The same with the consumer warpgroups taking turns (pingpong=on, opt-in): the small cases first.
+TEST(CudaBackend, HopperWeightGradientTurnsSmall) {
+  REQUIRE_GPU();
+  if (!device_is_hopper()) GTEST_SKIP() << "weight-gradient strips are the Hopper family's";
+  check_strips(true, /*turns=*/true);
+}
+
+TEST(CudaBackend, HopperWeightGradientTurns) {
+  REQUIRE_GPU();
+  if (!device_is_hopper()) GTEST_SKIP() << "weight-gradient strips are the Hopper family's";
+  check_strips(false, /*turns=*/true);
+  ScopedVariant turns("strips=on,pingpong=on");
+  check_weight_gradients("strips pingpong", 3, "strips pingpong");
 }
 
 // PlanningEffort::kMeasure: the candidates are timed on the device and the fastest plans the op;

@@ -544,6 +544,25 @@ TEST(CudaCodegen, VariantOverrideChangesTheTileOrSaysWhatIsWrong) {
   EXPECT_EQ(*override_variant(*simt, "strips=on", hopper), *simt);
   expect_rejected(*mode2, {"strips=b", "strips=", "strips=on,cluster=2", "cluster=2n,strips=on",
                            "epilogue=tma,strips=on"}, "strips");
+  // pingpong=on: turns of the consumer warpgroups, in strips only; leaving strips leaves the turns
+  auto turns = override_variant(*mode2, "strips=on,pingpong=on", hopper);
+  ASSERT_TRUE(turns.ok()) << turns.status().to_string();
+  EXPECT_TRUE(turns->strips && turns->pingpong);
+  EXPECT_EQ(turns->stages, v->stages);
+  EXPECT_NE(turns->name().find("strips pingpong"), std::string::npos) << turns->name();
+  EXPECT_NE(generate_source(*turns).find("kPingPong = true"), std::string::npos);
+  EXPECT_NE(generate_source(*v).find("kPingPong = false"), std::string::npos);
+  EXPECT_TRUE(std::find(variants.begin(), variants.end(), *turns) != variants.end())
+      << "CI does not compile " << turns->name();
+  auto turns_f32 = *turns;
+  turns_f32.out = DType::kF32;
+  EXPECT_TRUE(std::find(variants.begin(), variants.end(), turns_f32) != variants.end())
+      << "CI does not compile " << turns_f32.name();
+  EXPECT_EQ(*override_variant(*turns, "pingpong=off", hopper), *v);
+  EXPECT_EQ(*override_variant(*turns, "strips=off", hopper), *mode2);
+  EXPECT_FALSE(override_variant(*turns, "epilogue=tma", hopper)->pingpong);  // the plain kernel: no turns
+  EXPECT_EQ(*override_variant(*plain16, "pingpong=on", hopper), *plain16);     // mode 1: ignored
+  expect_rejected(*mode2, {"pingpong=on", "pingpong=yes", "pingpong="}, "pingpong");
   // ctas: accepted here (the plan caps its grid with it)
   EXPECT_EQ(*override_variant(*wgmma, "ctas=8", hopper), *wgmma);
   expect_rejected(*wgmma, {"ctas=0", "ctas=-3", "ctas=", "ctas=many"}, "ctas");

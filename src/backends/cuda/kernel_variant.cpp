@@ -323,7 +323,8 @@ std::string KernelVariant::name() const {
     s << " tma s" << stages << (gather_a ? " gatherA" : "")
       << (cluster > 1 ? " cluster" + std::to_string(cluster) + (cluster == 2 && cluster_along_n ? "n" : "") : "")
       << (tma_store ? " tmastore" : "") << (swiglu ? " swiglu" : "") << (scatter_out ? " scatter" : "")
-      << (split_tail ? " splittail" : "") << (swap_ab ? " swapAB" : "") << (strips ? " strips" : "");
+      << (split_tail ? " splittail" : "") << (swap_ab ? " swapAB" : "") << (strips ? " strips" : "")
+      << (pingpong ? " pingpong" : "");
   else s << " t" << tm << 'x' << tn;
   return s.str();
 }
@@ -345,6 +346,7 @@ std::string generate_source(const KernelVariant& v) {
       << "  static constexpr bool kSplitTail = " << (v.split_tail ? "true" : "false") << ";\n"
       << "  static constexpr bool kSwapAB = " << (v.swap_ab ? "true" : "false") << ";\n"
       << "  static constexpr bool kStrips = " << (v.strips ? "true" : "false") << ";\n"
+      << "  static constexpr bool kPingPong = " << (v.pingpong ? "true" : "false") << ";\n"
       << "  typedef ragdot::" << type_tag(v.lhs) << " In;\n"
       << "  typedef ragdot::" << type_tag(v.out) << " Out;\n"
       << "};\n\n"
@@ -509,7 +511,7 @@ Result<VariantSpec> parse_variant_spec(const std::string& spec) {
     };
     static constexpr Choice kChoices[] = {
         {"small_groups", "wgmma", "mma"}, {"epilogue", "tma", "direct"}, {"swap", "ab", "off"}, {"split", "tail", "off"},
-        {"strips", "on", "off"}};
+        {"strips", "on", "off"}, {"pingpong", "on", "off"}};
     const Choice* choice = std::find_if(std::begin(kChoices), std::end(kChoices),
                                         [&](const Choice& c) { return key == c.key; });
     if (choice != std::end(kChoices)) {
@@ -521,6 +523,7 @@ Result<VariantSpec> parse_variant_spec(const std::string& spec) {
       else if (key == "epilogue") out.tma_store = yes;
       else if (key == "swap") out.swap_ab = yes;
       else if (key == "strips") out.strips = yes;
+      else if (key == "pingpong") out.pingpong = yes;
       else out.split_tail = yes;
       continue;
     }
@@ -558,7 +561,8 @@ Result<VariantSpec> parse_variant_spec(const std::string& spec) {
       out.raster_bytes = std::int64_t(value) << 10;
     } else {
       return invalid_argument("RAGDOT_CUDA_VARIANT: unknown key '" + key +
-                              "' (known: bn, stages, cluster, epilogue, split, swap, strips, order, ctas, small_groups, raster)");
+                              "' (known: bn, stages, cluster, epilogue, split, swap, strips, pingpong, order, ctas, small_groups, "
+                              "raster)");
     }
   }
   return out;
@@ -669,6 +673,15 @@ Result<KernelVariant> override_variant(const KernelVariant& v, const VariantSpec
       out.stages = spec.stages ? *spec.stages : ring_stages(out, d, groups);
     }
   }
+  // turns of the consumer warpgroups: strips only (pingpong=on with strips=on, or on a weight
+  // gradient the planner put in strips); a variant that leaves strips leaves its turns
+  if (spec.pingpong && out.family == KernelFamily::kWgmma && out.mode == 2) {
+    if (*spec.pingpong && !out.strips)
+      return invalid_argument("RAGDOT_CUDA_VARIANT: pingpong=on takes turns in the weight gradient's strips: add "
+                              "strips=on");
+    out.pingpong = *spec.pingpong;
+  }
+  if (!out.strips) out.pingpong = false;
   if (out.strips && (out.cluster > 1 || out.tma_store))
     return invalid_argument("RAGDOT_CUDA_VARIANT: " + out.name() +
                             ": strips keep B in one CTA's shared memory and store from registers");
@@ -858,6 +871,16 @@ std::vector<KernelVariant> all_variants(const DeviceTraits& d) {
           for (int bn : {64, 192}) out.push_back(in_strips(wgmma_variant(2, DType::kBF16, DType::kBF16, false, bn, d), d));
         }
       }
+      // and with turns (RAGDOT_CUDA_VARIANT=strips=on,pingpong=on), at bn 256: bf16 to bf16 and
+      // f32 in each compiled scheduler table's ring, f16 to f16 and f32 beside the largest table
+      for (std::int64_t groups : kCompiledTables)
+        for (DType in : {DType::kBF16, DType::kF16})
+          for (DType o : {in, DType::kF32}) {
+            if (in == DType::kF16 && groups >= 0) continue;
+            KernelVariant v = in_strips(wgmma_variant(2, in, o, false, 256, d), d, groups);
+            v.pingpong = true;
+            out.push_back(v);
+          }
     }
     out.erase(std::remove_if(out.begin(), out.end(), [](const KernelVariant& v) { return v.stages < 2; }), out.end());
     // (a table-dependent stage count may come out the same for two tables: list it once)

@@ -37,6 +37,7 @@ struct KernelVariant {
   bool split_tail = false;       // wgmma mode 1, one CTA per tile: the last wave's tiles split along k (split.h)
   bool swap_ab = false;          // wgmma mode 1: out^T = W^T x^T, a tile's token rows as wgmma's N (bm 160)
   bool strips = false;           // wgmma mode 2: runs of a column's tiles on one CTA, B kept in shared memory
+  bool pingpong = false;         //   with the consumer warpgroups taking turns on the tensor cores
                                  //   (strips.h); `stages` then counts the ring of A tiles
 
   int threads() const;
@@ -98,6 +99,7 @@ struct VariantSpec {
   std::optional<bool> split_tail;
   std::optional<bool> swap_ab;
   std::optional<bool> strips;
+  std::optional<bool> pingpong;
   std::optional<int> tile_order;  // RAGDOT_ORDER_PLAIN, _AUTO or _MIX (kernels/ragdot/tile_order.h)
   std::optional<int> ctas;  // the persistent grid's CTAs at most (for the plan's launch)
   bool small_groups_on_wgmma = true;
