@@ -19,7 +19,11 @@
 // one's is the ratio to expect between the two cases' times. The last column is a kernel not
 // built: swapped tiles whose group has two or more of them taken in pairs that share each weight
 // tile (a TMA multicast into both CTAs, as cluster=2 does for plain tiles), so that a hot expert's
-// weights leave L2 once per pair of tiles instead of once per tile.
+// weights leave L2 once per pair of tiles instead of once per tile. The column after it is another
+// kernel not built: swapped tiles taken in pairs along n (two adjacent 256-column tiles of the same
+// rows) that share each box of token rows, as cluster=2n does for plain tiles, so that a group's
+// rows leave L2 once per two column tiles (deepseek-v3's down projection reads its ~128 rows for
+// each of 28 column tiles).
 //
 // A second table puts the same cases' tiles in the plain order and in the mixed order
 // (RAGDOT_CUDA_VARIANT=order=mix, kernels/ragdot/tile_order.h: groups ranked by rows, tiles taken
@@ -121,7 +125,7 @@ int main(int argc, char** argv) {
   std::printf("| case | skew | tiles | waves on %d SMs | rows useful / multiplied | in-order hand-out efficiency | "
               "split=tail pieces | modelled split=tail speedup | swap=ab: rows useful / multiplied | swap=ab: L2 bytes / "
               "plain | L2 to SMs, plain (GB) | L2 to SMs, swap=ab (GB) | L2 to SMs, swap=ab with weights shared by pairs (GB) "
-              "|\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+              "| L2 to SMs, swap=ab with rows shared by n pairs (GB) |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
               sms);
   for (const ragdot::bench::BenchCase& c : ragdot::bench::bench_cases()) {
     if (c.mode != 1 || c.name.find("decode") != std::string::npos) continue;  // the prefill forward cases
@@ -132,7 +136,7 @@ int main(int argc, char** argv) {
     std::vector<double> costs;  // in k steps of a full tile, in the scheduler's order
     double useful = 0, multiplied = 0;
     double plain_loads = 0, swap_loads = 0, swap_multiplied = 0;  // rows or columns loaded, rows multiplied
-    double paired_swap_loads = 0;
+    double paired_swap_loads = 0, n_paired_swap_loads = 0;
     const std::int64_t swap_n_tiles = (g.n + 255) / 256;
     for (std::int64_t rows : sizes) {
       const std::int64_t m_tiles = (rows + 127) / 128;
@@ -152,6 +156,8 @@ int main(int argc, char** argv) {
         swap_loads += double(((here + 31) / 32 * 32) + 256) * double(swap_n_tiles);
         // (in pairs: the pair's second tile loads its rows only)
         paired_swap_loads += double(((here + 31) / 32 * 32) + (m % 2 == 0 ? 256 : 0)) * double(swap_n_tiles);
+        // (in n pairs: each pair of column tiles loads the rows once; an odd last tile alone)
+        n_paired_swap_loads += double((here + 31) / 32 * 32) * double((swap_n_tiles + 1) / 2) + 256.0 * double(swap_n_tiles);
       }
     }
     double row_total = 0;
@@ -168,10 +174,11 @@ int main(int argc, char** argv) {
     }
     const double with_split = in_order_makespan(units, sms);
     const double gb_per_load = double(g.k) * 2.0 / 1e9;  // one row or column of 16-bit values, k long
-    std::printf("| %s | %.1f | %zu | %.2f | %.3f | %.3f | %d | %.3f | %.3f | %.3f | %.1f | %.1f | %.1f |\n", c.name.c_str(), c.skew,
+    std::printf("| %s | %.1f | %zu | %.2f | %.3f | %.3f | %d | %.3f | %.3f | %.3f | %.1f | %.1f | %.1f | %.1f |\n", c.name.c_str(), c.skew,
                 costs.size(), double(costs.size()) / sms, useful / multiplied, multiplied / sms / whole, split.pieces,
                 whole / with_split, row_total * double(swap_n_tiles) / swap_multiplied, swap_loads / plain_loads,
-                plain_loads * gb_per_load, swap_loads * gb_per_load, paired_swap_loads * gb_per_load);
+                plain_loads * gb_per_load, swap_loads * gb_per_load, paired_swap_loads * gb_per_load,
+                n_paired_swap_loads * gb_per_load);
   }
   // the tile order: plain (group index) and mixed (tile_order.h), in the wave model
   std::printf("\n| case | skew | wave model, plain order (ms) | wave model, mixed order (ms) | plain / mixed | bound: "
