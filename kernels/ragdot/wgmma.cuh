@@ -358,16 +358,16 @@ struct Kernel {
   typedef Scheduler<V::kMode, kBM * (kPairM ? 2 : 1), kBN * (kPairN ? 2 : 1), kThreads, /*kMixable=*/true> Sched;
   typedef typename Storage<typename V::Out>::type O;
 
-  // Gathered A: the producer warpgroup's 128 threads each take every tile from the ring too.
+  // The threads that take every tile from the ring: the consumers, and with gathered A the
+  // producer warpgroup's 128 threads too (in a cluster gathered A comes only in n pairs).
   static constexpr int kTileReaders = V::kGatherA ? 256 + 128 : 256;
-  // Cluster: each CTA's slots are read by its consumer threads (a gathered pair's producer
-  // warpgroup too) and, on ranks past 0, by the producer thread; each arrives once on its own
-  // CTA's empty barrier, as in one CTA, so that every reader's read is ordered before the next
-  // store into the slot by its own arrival. Rank 0 writes every CTA's slots, so its empty barrier
-  // also counts one relayed arrival per other CTA (relay_tile_slot).
-  static constexpr int kLocalTileReaders = kGatherPair ? 256 + 128 : 256;
+  // Cluster: each CTA's slots are read by those threads and, on ranks past 0 (a gathered pair's
+  // aside), by the producer thread; each arrives once on its own CTA's empty barrier, as in one
+  // CTA, so that every reader's read is ordered before the next store into the slot by its own
+  // arrival. Rank 0 writes every CTA's slots, so its empty barrier also counts one relayed
+  // arrival per other CTA (relay_tile_slot).
   static __device__ __forceinline__ u32 cluster_tile_readers(u32 rank) {
-    return rank == 0 ? kLocalTileReaders + kCluster - 1 : kLocalTileReaders + (kGatherPair ? 0 : 1);
+    return rank == 0 ? kTileReaders + kCluster - 1 : kTileReaders + (kGatherPair ? 0 : 1);
   }
   // A gathered pair's producer warpgroup: warp 0 takes the tiles and loads B, warps 1 and 2
   // gather this CTA's half of the rows (kGatherThreads threads, eight rows each), warp 3 sends
@@ -480,26 +480,14 @@ struct Kernel {
     }
     return value;
   }
-  // Consumer side (each reader thread): the n-th tile, or -1 at the end.
+  // Reader side (each reader thread, and the producer thread of a cluster's other ranks): the n-th
+  // tile, or -1 at the end. In a cluster rank 0 writes the slot from another CTA, so the wait
+  // acquires at cluster scope.
   static __device__ __forceinline__ int take_tile(u32 n) {
     TileRing& r = tile_ring;
     const u32 s = n % kTileSlots, phase = (n / kTileSlots) & 1;
-    if (kCluster == 1) {
-      mbar_wait(smem_address(&r.full[s]), phase);
-      const int t = *(volatile int*)&r.slot[s];
-      mbar_arrive(smem_address(&r.empty[s]));
-      return t;
-    }
-    mbar_wait_cluster(smem_address(&r.full[s]), phase);
-    const int t = *(volatile int*)&r.slot[s];
-    mbar_arrive(smem_address(&r.empty[s]));
-    return t;
-  }
-  // The producer thread of a cluster's other ranks: the n-th tile, as rank 0 wrote it, or -1 at the end.
-  static __device__ __forceinline__ int take_tile_alone(u32 n) {
-    TileRing& r = tile_ring;
-    const u32 s = n % kTileSlots, phase = (n / kTileSlots) & 1;
-    mbar_wait_cluster(smem_address(&r.full[s]), phase);
+    if constexpr (kCluster == 1) mbar_wait(smem_address(&r.full[s]), phase);
+    else mbar_wait_cluster(smem_address(&r.full[s]), phase);
     const int t = *(volatile int*)&r.slot[s];
     mbar_arrive(smem_address(&r.empty[s]));
     return t;
@@ -579,7 +567,7 @@ struct Kernel {
     const int half_n = V::kSwiglu ? (int)(p.n / 2) : 0;
     u32 it = 0;
     for (u32 n = 0;; ++n) {
-      const int t = rank == 0 ? next_tile(p, sched, n) : take_tile_alone(n);
+      const int t = rank == 0 ? next_tile(p, sched, n) : take_tile(n);
       if (rank != 0) relay_tile_slot(n);  // (after the take: before it, ptxas spilled here)
       if (t < 0) break;
       // 32-bit coordinates only: the producer runs on 56 registers (setmaxnreg)

@@ -1,15 +1,16 @@
-// The tile ring of a CTA cluster (kernels/ragdot/wgmma.cuh: next_tile, take_tile, take_tile_alone,
-// relay_tile_slot, produce and produce_gathered_pair), played out on the host (barrier_model.hpp).
+// The tile ring of a CTA cluster (kernels/ragdot/wgmma.cuh: next_tile, take_tile, relay_tile_slot,
+// produce and produce_gathered_pair), played out on the host (barrier_model.hpp).
 // Every CTA has a ring of four slots with a full and an empty mbarrier each. Rank 0's producer
 // thread takes the units and writes each into its own slot and, by remote stores, into every
 // peer's; each CTA's readers (the threads of its eight consumer warps, in a gathered pair of its
 // four producer warps too, on ranks past 0 otherwise its producer thread) read their own CTA's
 // slot and each arrives on their own CTA's empty barrier. The model plays a warp as one reader:
-// its read and arrival stand for those of its 32 threads, which the barrier counts one by one. Those arrivals are CTA-local, so rank 0 cannot wait on a peer's
-// readers directly: each peer's producer thread, at its iteration n (a gathered pair's before it
-// takes tile n, produce's after), waits until its own readers have all read tile n - 3 and then
-// arrives on rank 0's empty barrier of that slot (the relay), and rank 0's empty barriers count
-// its own readers plus one relay per peer.
+// its read and arrival stand for those of its 32 threads, which the barrier counts one by one.
+// Those arrivals are CTA-local, so rank 0 cannot wait on a peer's readers directly: each peer's
+// producer thread, at its iteration n (a gathered pair's before it takes tile n, produce's after),
+// waits until its own readers have all read tile n - 3 and then arrives on rank 0's empty barrier
+// of that slot (the relay), and rank 0's empty barriers count its own readers plus one relay per
+// peer.
 // Two things can go wrong. Rank 0 may overwrite a peer's slot before the peer's readers read it:
 // they would take a different unit than the rest of the cluster. Or rank 0's writes and the relays
 // may wait in a circle, through the stage ring that ties the CTAs together: a tile's consumers
@@ -80,7 +81,8 @@ struct Cta {
     for (auto& b : empty) b.init(2 * cfg.cluster);  // one arrival per consumer warpgroup of the cluster
     wgmma[0].count = wgmma[1].count = 4;
   }
-  // kLocalTileReaders, plus the producer thread of a rank past 0 outside a gathered pair
+  // kTileReaders (one reader per warp here), plus the producer thread of a rank past 0 outside a
+  // gathered pair
   static int local_readers(const Config& cfg, int rank) { return cfg.pair ? 12 : 8 + (rank > 0 ? 1 : 0); }
 };
 
@@ -109,7 +111,7 @@ void write_slot(Program& p, Cta& c, int rank, std::size_t n, long long unit) {
   });
 }
 
-// take_tile (a whole warp) or take_tile_alone: wait, read (it must be `unit`), arrive on this CTA's empty.
+// take_tile (by a warp, standing for its threads, or a rank's producer thread): wait, read (it must be `unit`), arrive on this CTA's empty.
 void take(Program& p, Cta& c, std::size_t n, long long unit) {
   World* w = p.world;
   const std::size_t s = n % kSlots;
