@@ -19,6 +19,7 @@
 
 #include "ep/exchange_pieces.hpp"
 #include "ep_scenario.hpp"
+#include "scoped_env.hpp"
 #include "ragdot/ep_transport.hpp"
 #include "verify/ep_launch.hpp"
 
@@ -29,25 +30,7 @@ using ep::Bootstrap;
 using ep::ExchangePlan;
 using ep::UniqueId;
 
-// Sets (or, with nullopt, unsets) an environment variable for a scope.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, std::optional<std::string> value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value) ::setenv(name, value->c_str(), 1);
-    else ::unsetenv(name);
-  }
-  ~ScopedEnv() {
-    if (old_) ::setenv(name_, old_->c_str(), 1);
-    else ::unsetenv(name_);
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
+using ragdot::testing::ScopedEnv;
 
 UniqueId sample_id() {
   UniqueId id;

@@ -1,13 +1,13 @@
 // The oracle and every CPU backend against results computed by JAX itself (tests/data).
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 
 #include "backends/cpu/reference.hpp"
 #include "isa_env.hpp"
+#include "scoped_env.hpp"
 #include "ragdot/plan.hpp"
 #include "verify/check.hpp"
 
@@ -138,9 +138,7 @@ TEST(Golden, ReferenceMatchesJax) {
 // tail no group covers, 16-bit and f32 operands, and random general cases (batch dims, several
 // m/k/n dims, permuted axes, group offsets). Three threads, whatever the machine has.
 TEST(Golden, ReferenceOnThreadsMatchesElementByElement) {
-  const char* old = std::getenv("RAGDOT_NUM_THREADS");
-  const std::string kept = old ? old : "";
-  setenv("RAGDOT_NUM_THREADS", "3", 1);
+  const testing::ScopedEnv three("RAGDOT_NUM_THREADS", "3");
   std::vector<verify::Case> cases;
   for (DType dt : {DType::kBF16, DType::kF32}) {
     for (auto shaped : {verify::shaped_case(1, 300, 40, 64, {100, 0, 150, 37}, dt),
@@ -176,8 +174,6 @@ TEST(Golden, ReferenceOnThreadsMatchesElementByElement) {
     }
     EXPECT_EQ(differ, 0u) << c.description;
   }
-  if (old) setenv("RAGDOT_NUM_THREADS", kept.c_str(), 1);
-  else unsetenv("RAGDOT_NUM_THREADS");
   EXPECT_GE(threaded, 6) << "too few cases large enough to run on threads";
 }
 

@@ -23,6 +23,7 @@
 #include "backends/cuda/variant_candidates.hpp"
 #include "backends/cuda/variant_timing.hpp"
 #include "core/half.hpp"
+#include "scoped_env.hpp"
 #include "verify/cases.hpp"
 
 namespace ragdot::cuda {
@@ -352,21 +353,7 @@ RaggedDot moe_op(std::int64_t m, std::int64_t k, std::int64_t n, std::int64_t g)
   return *op;
 }
 
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    ::setenv(name, value, 1);
-  }
-  ~ScopedEnv() {
-    if (old_) ::setenv(name_, old_->c_str(), 1);
-    else ::unsetenv(name_);
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
+using ragdot::testing::ScopedEnv;
 
 TEST(MeasuredPlanning, MakePlanChecksEffortAndMeasureSizes) {
   const RaggedDot op = moe_op(12, 8, 16, 3);

@@ -37,8 +37,8 @@ struct KernelVariant {
   bool split_tail = false;       // wgmma mode 1, one CTA per tile: the last wave's tiles split along k (split.h)
   bool swap_ab = false;          // wgmma mode 1: out^T = W^T x^T, a tile's token rows as wgmma's N (bm 160)
   bool strips = false;           // wgmma mode 2: runs of a column's tiles on one CTA, B kept in shared memory
-  bool pingpong = false;         //   with the consumer warpgroups taking turns on the tensor cores
                                  //   (strips.h); `stages` then counts the ring of A tiles
+  bool pingpong = false;         // wgmma strips: the consumer warpgroups take turns on the tensor cores
 
   int threads() const;
   bool pairs_along_m() const { return cluster == 4 || (cluster == 2 && !cluster_along_n); }  // B shared
