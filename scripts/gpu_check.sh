@@ -101,9 +101,8 @@ if [ $run_tests = 1 ]; then
   limit_of() {
     case $1 in
       *HopperSplitTail | *HopperWeightGradientStrips | *HopperGatheredRows* | *MeasuredPlans*) echo 300 ;;
-      *ClusterPairsSmall* | *SplitTailSmall | *SwappedOperandsSmall | *WeightGradientStripsSmall | *WeightGradientTurnsSmall | \
-        *MixedOrderSmall | \
-        *GatheredWeightGradientSmall) echo 60 ;;
+      *ClusterPairsSmall* | *SplitTailSmall | *SwappedOperandsSmall | *WeightGradientStripsSmall | \
+        *WeightGradientTurnsSmall | *MixedOrderSmall | *GatheredWeightGradientSmall) echo 60 ;;
       *) echo 150 ;;
     esac
   }
