@@ -33,7 +33,17 @@
 // bytes at `--dram-tbs` (a group's weight tile with its first m tile, its rows with its first n
 // tile, both once), whichever is longer.
 //
-// A third table takes the weight-gradient cases (mode 2): the bytes the tiles move through L2
+// A third table is for a kernel not built: 192 x 192 tiles with three consumer warpgroups of 64
+// rows (the shape of cuBLAS's kernel for mixtral's dense roof, nvjet ..._192x192_64x3_2x1, which
+// ncu found reading 13.3 GB out of L2 where ragdot's 128 x 256 tiles read 23.4; bench/RESULTS.md,
+// 2026-12-07 04:13 UTC). Per case: the bytes they load from L2 alone and in m pairs sharing each
+// weight tile (a TMA multicast, as cluster=2 does), against the 128 x 256 tiles' alone and in
+// cluster=2's pairs (which read as few bytes, and did not pay on the H200), and how evenly
+// the in-order hand-out spreads them (a warpgroup without rows idles, as now: a tile costs its k
+// steps times its busy warpgroups over three). A warpgroup's 64 rows stay the unit of rows
+// multiplied, so those are the 128 x 256 tiles'.
+//
+// A fourth table takes the weight-gradient cases (mode 2): the bytes the tiles move through L2
 // (operands loaded plus outputs stored) with RAGDOT_CUDA_VARIANT=strips=on (kernels/ragdot/strips.h:
 // a strip's B loaded once while the group's k steps fit in B's slots) against the plain tiles,
 // and the strips' units and how evenly the in-order hand-out spreads them (a tile costs its k
@@ -223,6 +233,49 @@ int main(int argc, char** argv) {
     const double bw = dram_tbs * 1e12, t_plain = wave_model_seconds(plain, sms, bw), t_mixed = wave_model_seconds(mixed, sms, bw);
     std::printf("| %s | %.1f | %.3f | %.3f | %.3f | %.3f | %.3f |\n", c.name.c_str(), c.skew, t_plain * 1e3, t_mixed * 1e3,
                 t_plain / t_mixed, compute * 1e3, bytes / bw * 1e3);
+  }
+  // 192 x 192 tiles on three consumer warpgroups (not built), alone and in m pairs sharing B
+  std::printf("\n| case | skew | L2 to SMs, 128 x 256 (GB) | L2 to SMs, 128 x 256 in m pairs sharing B, cluster=2 (GB) | "
+              "L2 to SMs, 192 x 192 (GB) | L2 to SMs, 192 x 192 in m pairs sharing B (GB) | 192 x 192 pairs / 128 x 256 | "
+              "in-order efficiency, 128 x 256 | in-order efficiency, 192 x 192 |\n|---|---|---|---|---|---|---|---|---|\n");
+  for (const ragdot::bench::BenchCase& c : ragdot::bench::bench_cases()) {
+    if (c.mode != 1 || c.name.find("decode") != std::string::npos) continue;
+    ragdot::workloads::LayerGemm g;
+    std::vector<std::int64_t> sizes;
+    if (!case_gemm(c, &g, &sizes)) return 1;
+    const std::int64_t bn = g.n >= 256 ? 256 : 128, n_tiles = (g.n + bn - 1) / bn, wide_n_tiles = (g.n + 191) / 192;
+    const double k_steps = double((g.k + 63) / 64);
+    double plain = 0, plain_pairs = 0, wide = 0, wide_pairs = 0;  // rows or columns loaded
+    std::vector<double> plain_costs, wide_costs;  // in k steps of a full tile's time, in the hand-out's order
+    for (std::int64_t rows : sizes) {
+      const std::int64_t m_tiles = (rows + 127) / 128, wide_m_tiles = (rows + 191) / 192;
+      for (std::int64_t n = 0; n < n_tiles; ++n) {
+        for (std::int64_t m = 0; m < m_tiles; ++m) {
+          const std::int64_t here = std::min<std::int64_t>(128, rows - m * 128);
+          plain += double((here + 63) / 64 * 64) + double(bn);  // A in boxes of 64 rows, B whole
+          plain_pairs += double((here + 63) / 64 * 64) + (m % 2 == 0 ? double(bn) : 0.0);
+          plain_costs.push_back(k_steps * double((here + 63) / 64) / 2.0);
+        }
+      }
+      for (std::int64_t n = 0; n < wide_n_tiles; ++n) {
+        for (std::int64_t m = 0; m < wide_m_tiles; ++m) {
+          const std::int64_t here = std::min<std::int64_t>(192, rows - m * 192), a_rows = (here + 63) / 64 * 64;
+          wide += double(a_rows) + 192.0;
+          // (in pairs: the pair's second tile loads its rows only; an odd last tile alone loads both)
+          wide_pairs += double(a_rows) + (m % 2 == 0 ? 192.0 : 0.0);
+          wide_costs.push_back(k_steps * double(a_rows / 64) / 3.0);
+        }
+      }
+    }
+    auto efficiency = [&](const std::vector<double>& costs) {
+      double work = 0;
+      for (double w : costs) work += w;
+      return work / sms / in_order_makespan(costs, sms);
+    };
+    const double gb_per_load = double(g.k) * 2.0 / 1e9;
+    std::printf("| %s | %.1f | %.1f | %.1f | %.1f | %.1f | %.3f | %.3f | %.3f |\n", c.name.c_str(), c.skew,
+                plain * gb_per_load, plain_pairs * gb_per_load, wide * gb_per_load, wide_pairs * gb_per_load, wide_pairs / plain, efficiency(plain_costs),
+                efficiency(wide_costs));
   }
   // the weight gradient: lhs [rows, K], rhs [rows, N], out [E, K, N] (bf16), tiles 128 x 256
   std::printf("\n| weight-gradient case | skew | groups resident in strips | L2 bytes, plain (GB) | L2 bytes, strips "
