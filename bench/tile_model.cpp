@@ -110,6 +110,24 @@ bool case_gemm(const ragdot::bench::BenchCase& c, ragdot::workloads::LayerGemm* 
   return true;
 }
 
+// A benchmark case with its GEMM and group sizes.
+struct ModelCase {
+  ragdot::bench::BenchCase c;
+  ragdot::workloads::LayerGemm g;
+  std::vector<std::int64_t> sizes;
+};
+// The benchmark's cases of one mode (mode 1: the prefill ones, not decode), in its order; false
+// (said on stderr) for an unknown preset.
+bool model_cases(int mode, std::vector<ModelCase>* out) {
+  for (const ragdot::bench::BenchCase& c : ragdot::bench::bench_cases()) {
+    if (c.mode != mode || (mode == 1 && c.name.find("decode") != std::string::npos)) continue;
+    ModelCase mc{c, {}, {}};
+    if (!case_gemm(c, &mc.g, &mc.sizes)) return false;
+    out->push_back(std::move(mc));
+  }
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -132,16 +150,17 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "tile_model: --sms, --tflops and --dram-tbs must be positive\n");
     return 2;
   }
+  std::vector<ModelCase> prefill, weight_gradients;
+  if (!model_cases(1, &prefill) || !model_cases(2, &weight_gradients)) return 1;
   std::printf("| case | skew | tiles | waves on %d SMs | rows useful / multiplied | in-order hand-out efficiency | "
               "split=tail pieces | modelled split=tail speedup | swap=ab: rows useful / multiplied | swap=ab: L2 bytes / "
               "plain | L2 to SMs, plain (GB) | L2 to SMs, swap=ab (GB) | L2 to SMs, swap=ab with weights shared by pairs (GB) "
               "| L2 to SMs, swap=ab with rows shared by n pairs (GB) |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
               sms);
-  for (const ragdot::bench::BenchCase& c : ragdot::bench::bench_cases()) {
-    if (c.mode != 1 || c.name.find("decode") != std::string::npos) continue;  // the prefill forward cases
-    ragdot::workloads::LayerGemm g;
-    std::vector<std::int64_t> sizes;
-    if (!case_gemm(c, &g, &sizes)) return 1;
+  for (const ModelCase& mc : prefill) {
+    const ragdot::bench::BenchCase& c = mc.c;
+    const ragdot::workloads::LayerGemm& g = mc.g;
+    const std::vector<std::int64_t>& sizes = mc.sizes;
     const std::int64_t bn = g.n >= 256 ? 256 : 128, n_tiles = (g.n + bn - 1) / bn, k_steps = (g.k + 63) / 64;
     std::vector<double> costs;  // in k steps of a full tile, in the scheduler's order
     double useful = 0, multiplied = 0;
@@ -193,11 +212,10 @@ int main(int argc, char** argv) {
   // the tile order: plain (group index) and mixed (tile_order.h), in the wave model
   std::printf("\n| case | skew | wave model, plain order (ms) | wave model, mixed order (ms) | plain / mixed | bound: "
               "tensor cores (ms) | bound: DRAM (ms) |\n|---|---|---|---|---|---|---|\n");
-  for (const ragdot::bench::BenchCase& c : ragdot::bench::bench_cases()) {
-    if (c.mode != 1 || c.name.find("decode") != std::string::npos) continue;
-    ragdot::workloads::LayerGemm g;
-    std::vector<std::int64_t> sizes;
-    if (!case_gemm(c, &g, &sizes)) return 1;
+  for (const ModelCase& mc : prefill) {
+    const ragdot::bench::BenchCase& c = mc.c;
+    const ragdot::workloads::LayerGemm& g = mc.g;
+    const std::vector<std::int64_t>& sizes = mc.sizes;
     const std::int64_t bn = g.n >= 256 ? 256 : 128, n_tiles = (g.n + bn - 1) / bn;
     const double full = 2.0 * 128 * double(bn) * double(g.k) / (tflops * 1e12 / sms);
     std::vector<std::vector<WaveTile>> groups;
@@ -238,11 +256,10 @@ int main(int argc, char** argv) {
   std::printf("\n| case | skew | L2 to SMs, 128 x 256 (GB) | L2 to SMs, 128 x 256 in m pairs sharing B, cluster=2 (GB) | "
               "L2 to SMs, 192 x 192 (GB) | L2 to SMs, 192 x 192 in m pairs sharing B (GB) | 192 x 192 pairs / 128 x 256 | "
               "in-order efficiency, 128 x 256 | in-order efficiency, 192 x 192 |\n|---|---|---|---|---|---|---|---|---|\n");
-  for (const ragdot::bench::BenchCase& c : ragdot::bench::bench_cases()) {
-    if (c.mode != 1 || c.name.find("decode") != std::string::npos) continue;
-    ragdot::workloads::LayerGemm g;
-    std::vector<std::int64_t> sizes;
-    if (!case_gemm(c, &g, &sizes)) return 1;
+  for (const ModelCase& mc : prefill) {
+    const ragdot::bench::BenchCase& c = mc.c;
+    const ragdot::workloads::LayerGemm& g = mc.g;
+    const std::vector<std::int64_t>& sizes = mc.sizes;
     const std::int64_t bn = g.n >= 256 ? 256 : 128, n_tiles = (g.n + bn - 1) / bn, wide_n_tiles = (g.n + 191) / 192;
     const double k_steps = double((g.k + 63) / 64);
     double plain = 0, plain_pairs = 0, wide = 0, wide_pairs = 0;  // rows or columns loaded
@@ -281,11 +298,10 @@ int main(int argc, char** argv) {
   std::printf("\n| weight-gradient case | skew | groups resident in strips | L2 bytes, plain (GB) | L2 bytes, strips "
               "(GB) | strips / plain | strip units | in-order efficiency, strips | in-order efficiency, plain |\n"
               "|---|---|---|---|---|---|---|---|---|\n");
-  for (const ragdot::bench::BenchCase& c : ragdot::bench::bench_cases()) {
-    if (c.mode != 2) continue;
-    ragdot::workloads::LayerGemm g;
-    std::vector<std::int64_t> sizes;
-    if (!case_gemm(c, &g, &sizes)) return 1;
+  for (const ModelCase& mc : weight_gradients) {
+    const ragdot::bench::BenchCase& c = mc.c;
+    const ragdot::workloads::LayerGemm& g = mc.g;
+    const std::vector<std::int64_t>& sizes = mc.sizes;
     constexpr int kBN = 256;
     const int slots = ragdot_strip_b_slots(kBN);
     const std::int64_t m_tiles = (g.k + 127) / 128, n_tiles = (g.n + kBN - 1) / kBN;
