@@ -22,13 +22,13 @@
 # finished).
 # --sweep times the cuda backend again under each RAGDOT_CUDA_VARIANT override in SPECS
 # (';'-separated) beside the planner's choice, on every benchmark case where it changes the kernel
-# (default "swap=off;order=mix;split=tail;strips=on;strips=off;strips=on,pingpong=on;measure": the plain tile where the
+# (default "swap=off;order=mix;split=tail;strips=on;strips=off;measure": the plain tile where the
 # planner swaps operands (deepseek-v3's prefill), mode 1's groups in the mixed order
 # (tile_order.h), the Hopper family's last wave split along k, the weight gradient in strips that
-# keep B in shared memory where the planner does not, and one tile per unit where it does; strips
-# with the consumer warpgroups taking turns (opt-in; on an H100 it did not pay, the H200 untimed);
+# keep B in shared memory where the planner does not, and one tile per unit where it does;
 # "measure": a measured plan, PlanningEffort::kMeasure, with the case's group sizes; "" for none). swap=ab elsewhere lost on every case (bench/RESULTS.md, 2026-12-06). The variants timed on 2026-12-05 and -06 (bench/RESULTS.md), slower than the
-# planner's choice everywhere, stay out of the default to save device time: "cluster=2;cluster=2n;
+# planner's choice everywhere, stay out of the default to save device time, as do the weight
+# gradient's turns ("strips=on,pingpong=on", slower on an H100 and an H200, 2026-12-07): "cluster=2;cluster=2n;
 # cluster=4;raster=25600;epilogue=tma;epilogue=tma,bn=192;bn=128" (CTA pairs along m and along n,
 # 2 x 2 clusters, a large group's tiles in blocks whose rows fit in 25 MiB of L2, the TMA-store
 # epilogue of both modes, at bn 192 too, 128-wide tiles).
@@ -37,7 +37,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . scripts/gpu_log.sh log.txt
-bench_limit=400 parallel=1 run_tests=1 run_bench=1 run_sanitizer=1 run_python=0 quick="" skip='^$' only='.*' peers=1 sweep='swap=off;order=mix;split=tail;strips=on;strips=off;strips=on,pingpong=on;measure'
+bench_limit=400 parallel=1 run_tests=1 run_bench=1 run_sanitizer=1 run_python=0 quick="" skip='^$' only='.*' peers=1 sweep='swap=off;order=mix;split=tail;strips=on;strips=off;measure'
 while [ $# -gt 0 ]; do
   a=$1
   shift
