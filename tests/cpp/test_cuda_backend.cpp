@@ -17,6 +17,7 @@
 #include "backends/cuda/cuda_driver.hpp"
 #include "backends/cuda/device.hpp"
 #include "gpu_test_support.hpp"
+#include "scoped_env.hpp"
 #include "ragdot/split.h"
 #include "verify/check.hpp"
 
@@ -129,23 +130,12 @@ bool device_is_hopper() {
 // Sets RAGDOT_CUDA_VARIANT (read when a plan is made) for the guard's lifetime; "" leaves it as it is.
 class ScopedVariant {
  public:
-  explicit ScopedVariant(const std::string& spec) : set_(!spec.empty()) {
-    if (!set_) return;
-    const char* old = std::getenv("RAGDOT_CUDA_VARIANT");
-    if (old) old_ = old;
-    setenv("RAGDOT_CUDA_VARIANT", spec.c_str(), 1);
+  explicit ScopedVariant(const std::string& spec) {
+    if (!spec.empty()) env_.emplace("RAGDOT_CUDA_VARIANT", spec);
   }
-  ~ScopedVariant() {
-    if (!set_) return;
-    if (old_) setenv("RAGDOT_CUDA_VARIANT", old_->c_str(), 1);
-    else unsetenv("RAGDOT_CUDA_VARIANT");
-  }
-  ScopedVariant(const ScopedVariant&) = delete;
-  ScopedVariant& operator=(const ScopedVariant&) = delete;
 
  private:
-  bool set_;
-  std::optional<std::string> old_;
+  std::optional<ragdot::testing::ScopedEnv> env_;
 };
 
 // One small case per kernel family and operand layout the planner can choose (on Hopper: wgmma
@@ -1349,15 +1339,14 @@ TEST(CudaBackend, MeasuredPlansMatchTheOracleAndAreKept) {
     }
   }
   // an override names its variant: not measured
-  const char* old = std::getenv("RAGDOT_CUDA_VARIANT");
-  const std::string kept = old ? old : "";
-  setenv("RAGDOT_CUDA_VARIANT", "bn=128", 1);
-  PlanOptions po;
-  po.backend = "cuda";
-  po.effort = PlanningEffort::kMeasure;
-  auto r = verify::check_case(shaped(1, 512, 256, 512, {100, 0, 300, 50}, DType::kBF16, DType::kBF16), po, seed++, *gpu());
-  if (old) setenv("RAGDOT_CUDA_VARIANT", kept.c_str(), 1);
-  else unsetenv("RAGDOT_CUDA_VARIANT");
+  verify::CheckResult r;
+  {
+    ScopedVariant override("bn=128");
+    PlanOptions po;
+    po.backend = "cuda";
+    po.effort = PlanningEffort::kMeasure;
+    r = verify::check_case(shaped(1, 512, 256, 512, {100, 0, 300, 50}, DType::kBF16, DType::kBF16), po, seed++, *gpu());
+  }
   EXPECT_TRUE(r.passed) << r.message;
   EXPECT_EQ(r.plan.find("measured="), std::string::npos) << r.plan;
 }

@@ -229,13 +229,11 @@ class ScratchCacheDir {
   ScratchCacheDir() {
     char tmpl[] = "/tmp/ragdot-tuning-XXXXXX";
     dir_ = ::mkdtemp(tmpl);
-    if (const char* old = std::getenv("RAGDOT_CACHE_DIR")) old_ = old;
-    ::setenv("RAGDOT_CACHE_DIR", dir_.c_str(), 1);
+    env_.emplace("RAGDOT_CACHE_DIR", dir_);
     TuningCache::instance().clear_memory();
   }
   ~ScratchCacheDir() {
-    if (old_) ::setenv("RAGDOT_CACHE_DIR", old_->c_str(), 1);
-    else ::unsetenv("RAGDOT_CACHE_DIR");
+    env_.reset();
     std::error_code ec;
     fs::permissions(dir_, fs::perms::owner_all, ec);
     fs::remove_all(dir_, ec);
@@ -245,7 +243,7 @@ class ScratchCacheDir {
 
  private:
   std::string dir_;
-  std::optional<std::string> old_;
+  std::optional<ragdot::testing::ScopedEnv> env_;
 };
 
 TEST(MeasuredPlanning, TuningCacheKeepsEntriesOnDiskAndDistrustsBadOnes) {
