@@ -73,6 +73,12 @@
 // adds the slots in piece order and runs the epilogue (store, SwiGLU or table rows) as for a
 // whole tile. No piece waits for another.
 //
+// Overlapped stores (kOverlapStore, mode 1, the plain epilogue, 16-bit outputs): a consumer
+// warpgroup rounds its finished tile's accumulators to 16-bit words (half their registers) and
+// stores them only once its next tile's first two k steps are issued, so that the register stores
+// run while the tensor cores multiply; otherwise both warpgroups store together, and the tensor
+// cores wait for them at every tile's end. The last tile's words are stored after the loop.
+//
 // Shared memory: [scheduler table][pad to 1024][stage 0: A | B][stage 1] ... [staging]. Every tile
 // is stored 128B-swizzled as TMA writes it and wgmma reads it; 1024-byte alignment keeps the
 // swizzle pattern anchored.
@@ -87,7 +93,8 @@
 //
 // The generated prelude defines `struct V` with kMode, kBN, kStages, kBKMajor, kGatherA, kCluster,
 // kClusterAlongN, kTmaStore, kSwiglu, kScatterOut, kSplitTail, kSwapAB, kStrips (wgmma_strips.cuh's
-// kernel, whose entry point is Strips<V, Mma>::run), typedef In, typedef Out,
+// kernel, whose entry point is Strips<V, Mma>::run), kPingPong, kOverlapStore, kOneBoxLoads (one
+// TMA box per operand and stage where the launch's maps have them: load_b), typedef In, typedef Out,
 // and `struct Mma` with `run(float (&d)[kBN / 2], u64 desc_a, u64 desc_b, int accumulate)`: the one
 // wgmma instruction of the variant (m64 x kBN x k16), written out by the generator; with kSwapAB
 // instead kMaxRows (160), kRowStep (16) and `template <int kN> run(float (&d)[160], u64 desc_a0,
@@ -149,6 +156,14 @@ __device__ __forceinline__ void tma_load_3d(u32 dst, const TensorMap* map, u32 b
       "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5}], "
       "[%2];\n" ::"r"(dst),
       "l"(map), "r"(bar), "r"(c0), "r"(c1), "r"(c2)
+      : "memory");
+}
+// Four coordinates (the rhs map of a B tile loaded as one box: see load_b).
+__device__ __forceinline__ void tma_load_4d(u32 dst, const TensorMap* map, u32 bar, int c0, int c1, int c2, int c3) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5, %6}], "
+      "[%2];\n" ::"r"(dst),
+      "l"(map), "r"(bar), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
       : "memory");
 }
 // The 3-D form of tma_load_2d_multicast.
@@ -349,6 +364,12 @@ struct Kernel {
                            !V::kScatterOut && !V::kTmaStore && !V::kSplitTail &&
                            sizeof(typename Storage<typename V::Out>::type) == 2),
                 "swapped operands: plain mode 1, 256 columns, one CTA per tile, 16-bit outputs");
+  static constexpr bool kOverlap = V::kOverlapStore;
+  static_assert(!kOverlap || (V::kMode == 1 && !kSwap && !V::kSplitTail && !V::kTmaStore && !V::kScatterOut &&
+                              !V::kSwiglu && sizeof(typename Storage<typename V::Out>::type) == 2),
+                "overlapped stores: the plain mode 1 epilogue with 16-bit outputs");
+  static constexpr int kProducerRegs = kOverlap ? 40 : 56, kConsumerRegs = kOverlap ? 232 : 224;
+  static_assert(128 * kProducerRegs + 256 * kConsumerRegs <= 384 * 168, "the CTA's registers");
   // TMA-store epilogue: per warpgroup two buffers of one box of 64 rows x kStoreBoxCols 16-bit
   // outputs (mode 2: 8 KiB, 128-byte swizzle; mode 1: 4 KiB, 64-byte swizzle)
   static constexpr int kStoreBoxCols = V::kMode == 1 ? 32 : 64;
@@ -425,13 +446,15 @@ struct Kernel {
     else __syncthreads();
 
     if (warp < 4) {
-      regs_dealloc<56>();  // 128 x 56 + 256 x 224 = the 384 x 168 registers the CTA was given
+      // 128 x 56 + 256 x 224 = the 384 x 168 registers the CTA was given; overlapped stores hold a
+      // tile's words beside the accumulators, so their consumers take 232 and the producer 40
+      regs_dealloc<kProducerRegs>();
       if constexpr (kGatherPair) produce_gathered_pair(p, sched, map_b, ring, full_bar, empty_bar, gathered_bar);
       else if constexpr (V::kGatherA && V::kMode == 2) produce_gathered_k(p, sched, map_b, ring, full_bar, empty_bar);
       else if constexpr (V::kGatherA) produce_gathered(p, sched, map_b, ring, full_bar, empty_bar);
       else if (warp == 0 && lane == 0) produce(p, sched, map_a, map_b, ring, full_bar, empty_bar);
     } else {
-      regs_alloc<224>();
+      regs_alloc<kConsumerRegs>();
       consume(p, sched, ring, full_bar, empty_bar, (threadIdx.x - 128) >> 7, map_out);
     }
     // no CTA of a cluster leaves while another may still arrive on its barriers
@@ -524,12 +547,26 @@ struct Kernel {
 
   // B's tile for one stage. With m pairs, the CTA of rows rm loads half rm of the boxes (or of the
   // one K-major box's rows: the tensor map's box is kBN / 2 rows then) into itself and its B
-  // sharer; otherwise all of it here.
+  // sharer; otherwise all of it here. `one_box` (p.b_one_box, mode 1 with MN-major weights whose
+  // n is a multiple of 64, the plain column order, one CTA or pairs along n): the map is 4-D,
+  // (64 columns, k, 64-column block, group), and one load brings the tile's kBN / 64 blocks of 64
+  // columns x kBK rows, each at the place its own box would take; a single producer thread
+  // issues a fraction of the instructions per stage.
+  static constexpr bool kBOneBoxForm = V::kOneBoxLoads && V::kMode == 1 && !V::kBKMajor && !V::kSwiglu && !kPairM;
+  // (A in one box of 128 rows: tensor_maps.cpp, a_one_box_applies; one CTA per tile, since in m
+  // pairs the producer's 56 registers did not hold it and n pairs load one A half each)
+  static constexpr bool kAOneBoxForm = V::kOneBoxLoads && V::kMode == 1 && !V::kGatherA && kCluster == 1 && !kSwap;
   static __device__ __forceinline__ void load_b(u32 b_dst, const TensorMap* map_b, u32 full, int n0, int k0, int group,
-                                                u32 rank, int half_n) {
+                                                u32 rank, int half_n, int one_box) {
     constexpr int kBoxes = kBN / 64 / (kPairM ? 2 : 1);  // boxes of 64 n x kBK k this CTA loads (MN-major B)
     const u32 rm = rank_m(rank);
     const u16 sharers = (u16)((1u << rank) | (1u << b_sharer(rank)));
+    if constexpr (kBOneBoxForm) {
+      if (one_box) {
+        tma_load_4d(b_dst, map_b, full, 0, k0, n0 / 64, group);
+        return;
+      }
+    }
     if constexpr (V::kBKMajor) {
       if constexpr (!kPairM) tma_load_3d(b_dst, map_b, full, k0, n0, group);
       else tma_load_3d_multicast(b_dst + rm * (kBN / 2 * 128), map_b, full, k0, n0 + (int)rm * (kBN / 2), group, sharers);
@@ -594,10 +631,17 @@ struct Kernel {
         a_upper = V::kMode == 2 ? has_rows : tile.row_end - m0 > 64;
         if constexpr (kSwap) a_boxes = (int)ceil_div(imin((i64)kBM, tile.row_end - m0), kSwapBox);
       }
+      // p.a_one_box (mode 1 on one CTA per tile, not swapped): A's map has boxes of 128 rows, and a
+      // stage's A is one load of both halves even where the upper one has no rows of the tile's
+      // group (the next group's rows, or TMA's zeros past m; its warpgroup idles), one TMA
+      // instruction fewer per stage for the single producer thread, which otherwise issues six
+      // (bench/RESULTS.md, 2026-12-07 06:10 UTC)
+      const bool a_whole = kAOneBoxForm && p.a_one_box && a_lower;
       // (an n pair's A boxes land in both CTAs, whichever rank loads them)
       const u32 stage_bytes =
           kSwap ? kBTileBytes + (u32)a_boxes * (kSwapBox * 128)
-                : (has_cols ? kBTileBytes : 0) + (a_lower ? kATileBytes / 2 : 0) + (a_upper ? kATileBytes / 2 : 0);
+                : (has_cols ? kBTileBytes : 0) +
+                      (a_whole ? kATileBytes : (a_lower ? kATileBytes / 2 : 0) + (a_upper ? kATileBytes / 2 : 0));
       for (int kt = kt_begin; kt < kt_end; ++kt, ++it) {
         const u32 s = it % kStages, phase = (it / kStages) & 1;
         const u32 full = full_bar + 8 * s;
@@ -611,19 +655,23 @@ struct Kernel {
           // rhs rows are k, columns n (a single "group" in the map)
           if (a_lower) load_a_half(a_dst, map_a, full, m0, k0, 0, rank);
           if (a_upper) load_a_half(a_dst, map_a, full, m0, k0, 1, rank);
-          if (has_cols) load_b(b_dst, map_b, full, n0, k0, 0, rank, 0);
+          if (has_cols) load_b(b_dst, map_b, full, n0, k0, 0, rank, 0, 0);
           continue;
         }
         if constexpr (kSwap) {
 #pragma unroll 1
           for (int box = 0; box < a_boxes; ++box)
             tma_load_2d(a_dst + box * (kSwapBox * 128), map_a, full, k0, m0 + box * kSwapBox);
-          load_b(b_dst, map_b, full, n0, k0, group, rank, half_n);
+          load_b(b_dst, map_b, full, n0, k0, group, rank, half_n, p.b_one_box);
           continue;
         }
-        if (a_lower) load_a_half(a_dst, map_a, full, m0, k0, 0, rank);
-        if (a_upper) load_a_half(a_dst, map_a, full, m0, k0, 1, rank);
-        if (has_cols) load_b(b_dst, map_b, full, n0, k0, group, rank, half_n);
+        if (a_whole) {
+          tma_load_2d(a_dst, map_a, full, k0, m0);
+        } else {
+          if (a_lower) load_a_half(a_dst, map_a, full, m0, k0, 0, rank);
+          if (a_upper) load_a_half(a_dst, map_a, full, m0, k0, 1, rank);
+        }
+        if (has_cols) load_b(b_dst, map_b, full, n0, k0, group, rank, half_n, p.b_one_box);
       }
     }
   }
@@ -672,13 +720,7 @@ struct Kernel {
         const int k0 = kt * kBK;
         if (tid == 0) {
           mbar_expect_tx(full, kBTileBytes);
-          if (V::kBKMajor) {
-            tma_load_3d(b_dst, map_b, full, k0, n0, group);
-          } else {
-#pragma unroll 1
-            for (int j = 0; j < kBN / 64; ++j)
-              tma_load_3d(b_dst + j * (kBK * 128), map_b, full, b_column(n0, j, half_n), k0, group);
-          }
+          load_b(b_dst, map_b, full, n0, k0, group, 0, half_n, p.b_one_box);
         }
         const int kk = k0 + piece * 8;  // k is a multiple of 8 (the planner's rule): a piece is all in or all out
 #pragma unroll
@@ -739,7 +781,7 @@ struct Kernel {
         const u32 a_dst = ring + s * kStageBytes + dst_offset, b_dst = ring + s * kStageBytes + kATileBytes;
         if (tid == 0) {
           mbar_expect_tx(full, kBTileBytes);
-          load_b(b_dst, map_b, full, n0, (int)k0, 0, 0, 0);
+          load_b(b_dst, map_b, full, n0, (int)k0, 0, 0, 0, 0);
         }
 #pragma unroll
         for (int half = 0; half < 2; ++half) {
@@ -832,7 +874,7 @@ struct Kernel {
           if (lane == 0) {
             mbar_wait(empty_bar + 8 * s, phase ^ 1);
             mbar_expect_tx(full, (has_cols ? kBTileBytes : 0) + kHalfBytes);
-            if (has_cols) load_b(stage + kATileBytes, map_b, full, n0, kt * kBK, group, rank, half_n);
+            if (has_cols) load_b(stage + kATileBytes, map_b, full, n0, kt * kBK, group, rank, half_n, p.b_one_box);
           }
           continue;
         }
@@ -893,16 +935,34 @@ struct Kernel {
     if constexpr (kWideStores) {
       store_tile_wide<kCols>(otile, out_m, r0, lane, rows_here, cols_lim, acc, T());
     } else {
+      u32 words[kCols / 4];
+      pack_words<kCols>(words, acc, T());
+      store_words<kCols>(otile, out_m, r0, lane, rows_here, cols_lim, words);
+    }
+  }
+
+  // A 16-bit tile's words: word 2 j + h holds the lane's columns 8 j + 2 (lane % 4) + {0, 1} of
+  // its row r0 + 8 h (accumulator pair 4 j + 2 h), rounded to the output type.
+  template <int kCols, class T>
+  static __device__ __forceinline__ void pack_words(u32 (&words)[kCols / 4], const float (&acc)[kCols / 2], T) {
 #pragma unroll
-      for (int j = 0; j < kCols / 8; j += 2) {
-        const int c = j * 8 + neighbour_column(lane);
+    for (int j = 0; j < kCols / 8; ++j) {
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const u32 w0 = pack2(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1], T());
-          const u32 w1 = pack2(acc[4 * j + 4 + 2 * h], acc[4 * j + 4 + 2 * h + 1], T());
-          const int r = r0 + h * 8;
-          store_neighbours(otile + r * out_m + c, w0, w1, lane, c < cols_lim && r < rows_here);
-        }
+      for (int h = 0; h < 2; ++h) words[2 * j + h] = pack2(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1], T());
+    }
+  }
+  // store_tile's 16-bit stores of packed words (pack_words), blocks j and j + 1 per neighbour swap.
+  template <int kCols>
+  static __device__ __forceinline__ void store_words(u16* otile, i64 out_m, int r0, int lane, i64 rows_here,
+                                                     i64 cols_lim, const u32 (&words)[kCols / 4]) {
+#pragma unroll
+    for (int j = 0; j < kCols / 8; j += 2) {
+      const int c = j * 8 + neighbour_column(lane);
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int r = r0 + h * 8;
+        store_neighbours(otile + r * out_m + c, words[2 * j + h], words[2 * j + 2 + h], lane,
+                         c < cols_lim && r < rows_here);
       }
     }
   }
@@ -1129,9 +1189,12 @@ struct Kernel {
   // A tile's k steps [kt_begin, kt_end): for each, wait for its stage, let `prepare(s, kt)` ready
   // the stage, `issue(s)` issue its wgmma instructions, and keep one k step in flight: the one
   // before is done, so its stage can be refilled.
-  template <class Prepare, class Issue>
+  // `overlap()` runs once the tile's second k step is issued, while the tensor cores have two in
+  // hand (a tile of one k step: not at all).
+  template <class Prepare, class Issue, class Overlap>
   static __device__ __forceinline__ void k_loop(u64* full_bar, u64* empty_bar, int tid, u32 rank, int kt_begin,
-                                                int kt_end, u32& it, float (&acc)[kAcc], Prepare prepare, Issue issue) {
+                                                int kt_end, u32& it, float (&acc)[kAcc], Prepare prepare, Issue issue,
+                                                Overlap overlap) {
     u32 prev_stage = 0;
     for (int kt = kt_begin; kt < kt_end; ++kt, ++it) {
       const u32 s = it % kStages, phase = (it / kStages) & 1;
@@ -1144,6 +1207,7 @@ struct Kernel {
       wgmma_commit();
 #pragma unroll
       for (int i = 0; i < kAcc; ++i) fence_operand(acc[i]);
+      if (kt == kt_begin + 1) overlap();
       wgmma_wait<1>();
       if (kt > kt_begin && tid == 0) release_stage(empty_bar, prev_stage, rank);
       prev_stage = s;
@@ -1173,7 +1237,7 @@ struct Kernel {
                                     : smem_desc(w_tile + 64 * 128 + ks * 2048, kBK * 128, 1024);
         Mma::template run<kN>(acc, dw0, dw1, dx);
       }
-    });
+    }, [] {});
   }
   // The loop of the tile's N (n_rows: a multiple of kSwapStep up to kBM).
   template <int kN = kSwapStep>
@@ -1227,6 +1291,18 @@ struct Kernel {
     const u32 rank = kCluster > 1 ? cluster_rank() : 0;
     u32 it = 0, stores = 0;
     float acc[kAcc];
+    // kOverlapStore: the last tile's words, still to be stored at held_out (rows and columns left
+    // there: held_rows, held_cols; none when either is 0 or less)
+    u32 held[kOverlap ? kAcc / 2 : 1];
+    O* held_out = out;
+    int held_rows = 0, held_cols = 0;
+    const int r0 = warp * 16 + (lane >> 2);
+    auto store_held = [&] {
+      if constexpr (kOverlap) {
+        if (held_rows > 0 && held_cols > 0) store_words<kBN>(held_out, p.out_m, r0, lane, held_rows, held_cols, held);
+        held_rows = 0;
+      }
+    };
     for (u32 n = 0;; ++n) {
       const int t = take_tile(n);
       if (t < 0) break;
@@ -1266,6 +1342,7 @@ struct Kernel {
         // tile's rows into a table, say) would find the stage's full barrier two phases on,
         // which its parity wait cannot tell from not yet full: it would wait forever, and its
         // warpgroup's next wgmma with it.
+        store_held();
         for (int kt = kt_begin; kt < kt_end; ++kt, ++it) {
           const u32 s = it % kStages, phase = (it / kStages) & 1;
           mbar_wait(smem_address(&full_bar[s]), phase);
@@ -1295,7 +1372,9 @@ struct Kernel {
                                            : smem_desc(b_tile + ks * 2048, kBK * 128, 1024);
                 Mma::run(acc, da, db, 1);
               }
-            });
+            },
+            store_held);
+        store_held();  // (a tile of one k step)
       }
       // epilogue: accumulator pair (4j + 2h, 4j + 2h + 1) is row 16*warp + lane/4 + 8h,
       // columns 8j + 2*(lane%4) + {0, 1}
@@ -1326,7 +1405,13 @@ struct Kernel {
           continue;
         }
       }
-      const int r0 = warp * 16 + (lane >> 2);
+      if constexpr (kOverlap) {
+        pack_words<kBN>(held, acc, typename V::Out());
+        held_out = out + tile_out_offset<V::kMode>(p, tile) + wg * 64 * p.out_m;
+        held_rows = (int)imin(rows_here, (i64)kBM);
+        held_cols = (int)imin(cols_lim, (i64)kBN);
+        continue;
+      }
       if constexpr (V::kScatterOut) {
         // zero tiles (rows no group covers) would add nothing
         if (!tile.zero) scatter_rows(p, tile.m0 + wg * 64, tile.n0, r0, lane, rows_here, cols_lim, acc);
@@ -1351,6 +1436,7 @@ struct Kernel {
         store_tile<kBN>(otile, p.out_m, r0, lane, rows_here, cols_lim, acc, typename V::Out());
       }
     }
+    store_held();
     if constexpr (V::kTmaStore) {
       if (tid == 0) bulk_wait<0>();  // the last stores are done before the kernel ends
     }

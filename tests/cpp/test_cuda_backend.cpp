@@ -1044,6 +1044,16 @@ TEST(CudaBackend, HopperMixedOrder) {
   check_mixed_order(false);
 }
 
+// Mode 1 in bf16 on rows gathered through an index into a table of 401 rows (random group sizes;
+// some indices past the table, whose rows read as zeros); weights [g, n, k] with `nk`.
+verify::Case gathered_rows_case(const Shape& sh, bool nk, workloads::SplitMix64& rng) {
+  verify::Case c = mode1_case(sh, verify::make_group_sizes(GroupPattern::kRandom, sh.g, sh.m, rng), DType::kBF16,
+                              DType::kBF16, nk);
+  c.lhs_table_rows = 401;
+  for (std::int64_t i = 0; i < sh.m; ++i) c.lhs_rows.push_back(std::int32_t(rng.next() % 410));
+  return c;
+}
+
 // The forward's TMA-store epilogue (RAGDOT_CUDA_VARIANT=epilogue=tma in mode 1): a consumer
 // warpgroup whose 64 rows all lie in the tile's group sends them out in boxes of 64 x 32 through
 // two staging buffers; one with fewer (a group's last rows, which share the box with the next
@@ -1088,13 +1098,7 @@ void check_forward_tma_store(bool small) {
       }
     }
     if (small) continue;
-    // gathered rows
-    const Shape sh{500, 128, 264, 4};
-    verify::Case gathered = mode1_case(sh, verify::make_group_sizes(GroupPattern::kRandom, sh.g, sh.m, rng),
-                                       DType::kBF16, DType::kBF16, true);
-    gathered.lhs_table_rows = 401;
-    for (std::int64_t i = 0; i < sh.m; ++i) gathered.lhs_rows.push_back(std::int32_t(rng.next() % 410));
-    check(gathered, std::string(spec) + " gathered");
+    check(gathered_rows_case({500, 128, 264, 4}, true, rng), std::string(spec) + " gathered");
   }
   if (!small) {
     ScopedVariant tma("epilogue=tma");
@@ -1118,6 +1122,124 @@ TEST(CudaBackend, HopperForwardTmaStore) {
   REQUIRE_GPU();
   if (!device_is_hopper()) GTEST_SKIP() << "the TMA-store epilogue is the Hopper family's";
   check_forward_tma_store(false);
+}
+
+// Overlapped stores (RAGDOT_CUDA_VARIANT=overlap=on): a consumer warpgroup keeps its tile's
+// outputs as 16-bit words and stores them during its next tile's k loop, once two k steps are
+// issued, or after it when the tile has one k step (k = 64), before an idle tile's barriers, and
+// after the last tile. The cases: every group pattern (empty groups, odd sizes, one group with
+// every row, a tail no group covers: zero tiles), k of one, two and three steps, n short of a tile
+// and past one, both 16-bit types, both tile widths, CTA pairs along n, three CTAs (every CTA takes
+// many tiles in a row), a group offset. Three runs each, bitwise the same; every case with [G, K, N]
+// weights planned with the overlapped stores, and [G, N, K] weights (whose producer has no
+// registers to spare for them) planned without. `small`: one shape, two patterns, one CTA.
+void check_overlapped_stores(bool small) {
+  const std::vector<Shape> shapes = small ? std::vector<Shape>{{700, 128, 264, 4}}
+                                          : std::vector<Shape>{{1000, 64, 320, 4}, {777, 136, 264, 3},
+                                                               {640, 192, 200, 5}, {300, 128, 520, 8}};
+  const std::vector<GroupPattern> patterns = epilogue_patterns(small);
+  workloads::SplitMix64 rng(131);
+  std::uint64_t seed = 31000;
+  int cases = 0, overlap_plans = 0, nk_overlap_plans = 0;
+  const std::vector<const char*> specs =
+      small ? std::vector<const char*>{"overlap=on"}
+            : std::vector<const char*>{"overlap=on", "overlap=on,bn=128", "overlap=on,cluster=2n", "overlap=on,ctas=3"};
+  for (const char* spec : specs) {
+    ScopedVariant overlap(spec);
+    for (DType dt : {DType::kBF16, DType::kF16}) {
+      if (small && dt == DType::kF16) continue;
+      for (const Shape& sh : shapes) {
+        for (GroupPattern pat : patterns) {
+          verify::Case c = mode1_case(sh, verify::make_group_sizes(pat, sh.g, sh.m, rng), dt, dt, false);
+          c.description += std::string(" ") + spec + " " + verify::group_pattern_name(pat);
+          ++cases;
+          overlap_plans += expect_cuda_pass(c, seed++, false, /*repeats=*/3).find("overlapstore") != std::string::npos;
+        }
+        verify::Case nk = mode1_case(sh, verify::make_group_sizes(GroupPattern::kRandom, sh.g, sh.m, rng), dt, dt, true);
+        nk.description += std::string(" ") + spec + " weights [G, N, K]";
+        nk_overlap_plans += expect_cuda_pass(nk, seed++).find("overlapstore") != std::string::npos;
+      }
+    }
+    if (small) continue;
+    ++cases;
+    overlap_plans += expect_cuda_pass(mode1_offset_case(), seed++, false, /*repeats=*/3).find("overlapstore") !=
+                     std::string::npos;
+  }
+  EXPECT_EQ(overlap_plans, cases) << "a case with [G, K, N] weights was not planned with overlapped stores";
+  EXPECT_EQ(nk_overlap_plans, 0) << "a case with [G, N, K] weights was planned with overlapped stores";
+}
+
+TEST(CudaBackend, HopperOverlappedStoresSmall) {
+  REQUIRE_GPU();
+  if (!device_is_hopper()) GTEST_SKIP() << "overlapped stores are the Hopper family's";
+  check_overlapped_stores(true);
+}
+
+TEST(CudaBackend, HopperOverlappedStores) {
+  REQUIRE_GPU();
+  if (!device_is_hopper()) GTEST_SKIP() << "overlapped stores are the Hopper family's";
+  check_overlapped_stores(false);
+}
+
+// One TMA box per operand and stage (RAGDOT_CUDA_VARIANT=boxes=one): A in boxes of 128 rows on
+// one CTA per tile (a group's last tile, whose upper 64 rows are the next group's or past m, loads
+// them too, and its idle warpgroup ignores them), B of [G, K, N] weights through a 4-D map whose
+// one box holds the tile's blocks of 64 columns (n a multiple of 64; others keep the 3-D map).
+// The cases: every group pattern, n a multiple of 64 (the 4-D map, with a last tile of fewer
+// blocks than the box: TMA's zeros) and not (200: the 3-D map), both weight layouts (K-major
+// weights: A's box only), both 16-bit types, both tile widths, pairs along n (B's box only),
+// swapped operands (B's box only), the last wave split along k, three CTAs, gathered rows (B's
+// box only), a group offset. Three runs each, bitwise the same; every plan says onebox.
+// `small`: one shape, two patterns, one CTA.
+void check_one_box_loads(bool small) {
+  const std::vector<Shape> shapes = small ? std::vector<Shape>{{700, 128, 320, 4}}
+                                          : std::vector<Shape>{{1000, 192, 320, 4}, {777, 136, 200, 3},
+                                                               {640, 64, 512, 5}, {300, 128, 576, 8}};
+  const std::vector<GroupPattern> patterns = epilogue_patterns(small);
+  workloads::SplitMix64 rng(151);
+  std::uint64_t seed = 41000;
+  int cases = 0, one_box_plans = 0;
+  auto check = [&](verify::Case c, const std::string& what) {
+    c.description += " " + what;
+    ++cases;
+    one_box_plans += expect_cuda_pass(c, seed++, false, /*repeats=*/3).find("onebox") != std::string::npos;
+  };
+  const std::vector<const char*> specs =
+      small ? std::vector<const char*>{"boxes=one"}
+            : std::vector<const char*>{"boxes=one", "boxes=one,bn=128", "boxes=one,cluster=2n", "boxes=one,swap=ab",
+                                       "boxes=one,split=tail", "boxes=one,ctas=3"};
+  for (const char* spec : specs) {
+    ScopedVariant boxes(spec);
+    for (DType dt : {DType::kBF16, DType::kF16}) {
+      if (small && dt == DType::kF16) continue;
+      for (bool nk : {false, true}) {
+        for (const Shape& sh : shapes) {
+          for (GroupPattern pat : patterns)
+            check(mode1_case(sh, verify::make_group_sizes(pat, sh.g, sh.m, rng), dt, dt, nk),
+                  std::string(spec) + (nk ? " [G, N, K] " : " ") + verify::group_pattern_name(pat));
+        }
+      }
+    }
+    if (small) continue;
+    check(mode1_offset_case(), spec);
+  }
+  if (!small) {
+    ScopedVariant boxes("boxes=one");
+    check(gathered_rows_case({500, 128, 512, 4}, false, rng), "boxes=one gathered");
+  }
+  EXPECT_EQ(one_box_plans, cases) << "a case was not planned with one-box loads";
+}
+
+TEST(CudaBackend, HopperOneBoxLoadsSmall) {
+  REQUIRE_GPU();
+  if (!device_is_hopper()) GTEST_SKIP() << "one-box loads are the Hopper family's";
+  check_one_box_loads(true);
+}
+
+TEST(CudaBackend, HopperOneBoxLoads) {
+  REQUIRE_GPU();
+  if (!device_is_hopper()) GTEST_SKIP() << "one-box loads are the Hopper family's";
+  check_one_box_loads(false);
 }
 
 // The weight-gradient form of the Hopper family (mode 2: lhs [k, m], rhs [k, n], out [g, m, n]),

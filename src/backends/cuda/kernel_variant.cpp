@@ -150,6 +150,16 @@ bool column_tiles_pair_up(std::int64_t n, int bn) {
 bool forward_tma_store_applies(const KernelVariant& v) {
   return v.mode == 1 && !v.swiglu && !v.scatter_out && v.out == v.lhs && v.out != DType::kF32;
 }
+// Overlapped stores (kOverlapStore): the Hopper family's plain mode 1 epilogue with 16-bit
+// outputs on whole tiles (the swapped tile's accumulators leave no room for its words, split
+// tiles store from the piece that arrives last, and the other epilogues have their own stores).
+// Its consumers take 232 registers, leaving the producer 40: enough for the TMA producer of [G, K, N]
+// weights on one CTA or in pairs along n, not for K-major weights', gathered rows' or pairs along
+// m's producers (ptxas spills there).
+bool overlap_store_applies(const KernelVariant& v) {
+  return v.family == KernelFamily::kWgmma && v.mode == 1 && !v.swap_ab && !v.split_tail && !v.tma_store &&
+         !v.swiglu && !v.scatter_out && v.out != DType::kF32 && !v.b_k_major && !v.gather_a && !v.pairs_along_m();
+}
 KernelVariant in_gathered_pairs(KernelVariant v) {
   v.cluster = 2;
   v.cluster_along_n = true;
@@ -324,7 +334,7 @@ std::string KernelVariant::name() const {
       << (cluster > 1 ? " cluster" + std::to_string(cluster) + (cluster == 2 && cluster_along_n ? "n" : "") : "")
       << (tma_store ? " tmastore" : "") << (swiglu ? " swiglu" : "") << (scatter_out ? " scatter" : "")
       << (split_tail ? " splittail" : "") << (swap_ab ? " swapAB" : "") << (strips ? " strips" : "")
-      << (pingpong ? " pingpong" : "");
+      << (pingpong ? " pingpong" : "") << (overlap_store ? " overlapstore" : "") << (one_box_loads ? " onebox" : "");
   else s << " t" << tm << 'x' << tn;
   return s.str();
 }
@@ -347,6 +357,8 @@ std::string generate_source(const KernelVariant& v) {
       << "  static constexpr bool kSwapAB = " << (v.swap_ab ? "true" : "false") << ";\n"
       << "  static constexpr bool kStrips = " << (v.strips ? "true" : "false") << ";\n"
       << "  static constexpr bool kPingPong = " << (v.pingpong ? "true" : "false") << ";\n"
+      << "  static constexpr bool kOverlapStore = " << (v.overlap_store ? "true" : "false") << ";\n"
+      << "  static constexpr bool kOneBoxLoads = " << (v.one_box_loads ? "true" : "false") << ";\n"
       << "  typedef ragdot::" << type_tag(v.lhs) << " In;\n"
       << "  typedef ragdot::" << type_tag(v.out) << " Out;\n"
       << "};\n\n"
@@ -511,7 +523,7 @@ Result<VariantSpec> parse_variant_spec(const std::string& spec) {
     };
     static constexpr Choice kChoices[] = {
         {"small_groups", "wgmma", "mma"}, {"epilogue", "tma", "direct"}, {"swap", "ab", "off"}, {"split", "tail", "off"},
-        {"strips", "on", "off"}, {"pingpong", "on", "off"}};
+        {"strips", "on", "off"}, {"pingpong", "on", "off"}, {"overlap", "on", "off"}, {"boxes", "one", "split"}};
     const Choice* choice = std::find_if(std::begin(kChoices), std::end(kChoices),
                                         [&](const Choice& c) { return key == c.key; });
     if (choice != std::end(kChoices)) {
@@ -524,6 +536,8 @@ Result<VariantSpec> parse_variant_spec(const std::string& spec) {
       else if (key == "swap") out.swap_ab = yes;
       else if (key == "strips") out.strips = yes;
       else if (key == "pingpong") out.pingpong = yes;
+      else if (key == "overlap") out.overlap_store = yes;
+      else if (key == "boxes") out.one_box_loads = yes;
       else out.split_tail = yes;
       continue;
     }
@@ -561,7 +575,9 @@ Result<VariantSpec> parse_variant_spec(const std::string& spec) {
       out.raster_bytes = std::int64_t(value) << 10;
     } else {
       return invalid_argument("RAGDOT_CUDA_VARIANT: unknown key '" + key +
-                              "' (known: bn, stages, cluster, epilogue, split, swap, strips, pingpong, order, ctas, small_groups, "
+                              "' (known: bn, stages, cluster, epilogue, split, swap, strips, pingpong, overlap, boxes, order, "
+                              "ctas, "
+                              "small_groups, "
                               "raster)");
     }
   }
@@ -689,6 +705,14 @@ Result<KernelVariant> override_variant(const KernelVariant& v, const VariantSpec
     return invalid_argument("RAGDOT_CUDA_VARIANT: " + out.name() +
                             ": the weight gradient on gathered rows runs one CTA per tile with the register "
                             "epilogue; not with cluster, strips or epilogue=tma");
+  // overlapped stores: where the variant (after the keys above) has the plain mode 1 epilogue;
+  // elsewhere the key is ignored, and a variant that leaves that epilogue leaves them
+  if (spec.overlap_store) out.overlap_store = *spec.overlap_store;
+  out.overlap_store = out.overlap_store && overlap_store_applies(out);
+  // one TMA box per operand and stage where the maps allow it (tensor_maps.hpp): the Hopper
+  // family's mode 1; elsewhere the key is ignored
+  if (spec.one_box_loads)
+    out.one_box_loads = *spec.one_box_loads && out.family == KernelFamily::kWgmma && out.mode == 1;
   const std::int64_t table = groups < 0 ? kMaxGroupsPlusLocal : groups;
   const std::int64_t static_bytes = out.family == KernelFamily::kWgmma ? kWgmmaStaticSmemBytes : 0;
   if (out.dynamic_smem_bytes(table / 2, table - table / 2) + static_bytes > d.max_dynamic_smem)
@@ -756,6 +780,13 @@ std::vector<KernelVariant> all_variants(const DeviceTraits& d) {
                 out.push_back(v);
                 // gathered rows in CTA pairs along n, as choose_variant picks them
                 if (pairs_gathered_rows(v)) out.push_back(in_gathered_pairs(v));
+                // and each with overlapped stores (RAGDOT_CUDA_VARIANT=overlap=on)
+                if (overlap_store_applies(v)) {
+                  KernelVariant o_v = v;
+                  o_v.overlap_store = true;
+                  out.push_back(o_v);
+                  if (pairs_gathered_rows(v)) out.push_back(in_gathered_pairs(o_v));
+                }
               }
             out.push_back(wgmma_variant(2, in, o, false, bn, d));
             // the weight gradient on gathered lhs rows (its k), one CTA per tile
@@ -824,6 +855,44 @@ std::vector<KernelVariant> all_variants(const DeviceTraits& d) {
         v.cluster = 1;  // and the scatter epilogue at these widths
         v.cluster_along_n = false;
         v.scatter_out = true;
+        out.push_back(v);
+      }
+      // one box per operand and stage (RAGDOT_CUDA_VARIANT=boxes=one): both weight layouts, both
+      // tile widths, gathered rows, swapped operands, split tiles, pairs along n, the TMA-store and
+      // table-row epilogues
+      for (int bn : {128, 256})
+        for (int form = 0; form < 3; ++form) {
+          KernelVariant v = wgmma_variant(1, DType::kBF16, DType::kBF16, form == 1, bn, d, form == 2);
+          v.one_box_loads = true;
+          out.push_back(v);
+          if (form == 0) {
+            KernelVariant f16 = wgmma_variant(1, DType::kF16, DType::kF16, false, bn, d);
+            f16.one_box_loads = true;
+            out.push_back(f16);
+            for (int extra = 0; extra < 4; ++extra) {
+              KernelVariant x = v;
+              if (extra == 0) x.split_tail = true;
+              if (extra == 1) x.cluster = 2, x.cluster_along_n = true;
+              if (extra == 2) x.scatter_out = true;
+              if (extra == 3) {
+                x.tma_store = true;
+                x.stages = ring_stages(x, d, -1);
+              }
+              out.push_back(x);
+            }
+          }
+        }
+      {
+        KernelVariant v = swapped(wgmma_variant(1, DType::kBF16, DType::kBF16, false, 256, d), d, -1);
+        v.one_box_loads = true;
+        out.push_back(v);
+      }
+      // overlapped stores in CTA pairs along n (RAGDOT_CUDA_VARIANT=overlap=on,cluster=2n)
+      for (int bn : {128, 256}) {
+        KernelVariant v = wgmma_variant(1, DType::kBF16, DType::kBF16, false, bn, d);
+        v.overlap_store = true;
+        v.cluster = 2;
+        v.cluster_along_n = true;
         out.push_back(v);
       }
       // the SwiGLU and scatter epilogues in CTA clusters (SwiGLU in pairs along m is listed above)
