@@ -45,6 +45,4 @@ struct RagdotKernelParams {
 
   int b_one_box;            // wgmma mode 1, [G, K, N] weights: the rhs tensor map is 4-D (64 columns, k,
                             // 64-column blocks, group), so that a stage's whole B tile is one TMA load
-  int a_one_box;            // wgmma mode 1, A through TMA on one CTA per tile: the lhs map's box is
-                            // 128 rows, a stage's whole A tile one TMA load
 };

@@ -553,8 +553,9 @@ struct Kernel {
   // columns x kBK rows, each at the place its own box would take; a single producer thread
   // issues a fraction of the instructions per stage.
   static constexpr bool kBOneBoxForm = V::kOneBoxLoads && V::kMode == 1 && !V::kBKMajor && !V::kSwiglu && !kPairM;
-  // (A in one box of 128 rows: tensor_maps.cpp, a_one_box_applies; one CTA per tile, since in m
-  // pairs the producer's 56 registers did not hold it and n pairs load one A half each)
+  // A in one box of 128 rows (the host's a_one_box_applies gives the map that box): one CTA per
+  // tile, since in m pairs the producer's 56 registers did not hold it and n pairs load one A half
+  // each
   static constexpr bool kAOneBoxForm = V::kOneBoxLoads && V::kMode == 1 && !V::kGatherA && kCluster == 1 && !kSwap;
   static __device__ __forceinline__ void load_b(u32 b_dst, const TensorMap* map_b, u32 full, int n0, int k0, int group,
                                                 u32 rank, int half_n, int one_box) {
@@ -631,17 +632,17 @@ struct Kernel {
         a_upper = V::kMode == 2 ? has_rows : tile.row_end - m0 > 64;
         if constexpr (kSwap) a_boxes = (int)ceil_div(imin((i64)kBM, tile.row_end - m0), kSwapBox);
       }
-      // p.a_one_box (mode 1 on one CTA per tile, not swapped): A's map has boxes of 128 rows, and a
+      // kAOneBoxForm (one CTA per tile: it always has rows): A's map has boxes of 128 rows, and a
       // stage's A is one load of both halves even where the upper one has no rows of the tile's
       // group (the next group's rows, or TMA's zeros past m; its warpgroup idles), one TMA
       // instruction fewer per stage for the single producer thread, which otherwise issues six
       // (bench/RESULTS.md, 2026-12-07 06:10 UTC)
-      const bool a_whole = kAOneBoxForm && p.a_one_box && a_lower;
       // (an n pair's A boxes land in both CTAs, whichever rank loads them)
       const u32 stage_bytes =
           kSwap ? kBTileBytes + (u32)a_boxes * (kSwapBox * 128)
                 : (has_cols ? kBTileBytes : 0) +
-                      (a_whole ? kATileBytes : (a_lower ? kATileBytes / 2 : 0) + (a_upper ? kATileBytes / 2 : 0));
+                      (kAOneBoxForm ? kATileBytes
+                                    : (a_lower ? kATileBytes / 2 : 0) + (a_upper ? kATileBytes / 2 : 0));
       for (int kt = kt_begin; kt < kt_end; ++kt, ++it) {
         const u32 s = it % kStages, phase = (it / kStages) & 1;
         const u32 full = full_bar + 8 * s;
@@ -665,7 +666,7 @@ struct Kernel {
           load_b(b_dst, map_b, full, n0, k0, group, rank, half_n, p.b_one_box);
           continue;
         }
-        if (a_whole) {
+        if constexpr (kAOneBoxForm) {
           tma_load_2d(a_dst, map_a, full, k0, m0);
         } else {
           if (a_lower) load_a_half(a_dst, map_a, full, m0, k0, 0, rank);

@@ -1035,8 +1035,8 @@ TEST(CudaCodegen, MixedOrderIsOptIn) {
 // Which mode 1 launches load a stage's A and B tiles in one TMA box each: B where the weights are
 // [G, K, N] with whole 64-column blocks and the plain column order on one CTA or pairs along n
 // (the kernel's kBOneBoxForm), A where its rows come through TMA on one CTA per tile
-// (kAOneBoxForm); only with boxes=one. The kernel takes the forms' flags from the launch, so
-// a host rule wider than the kernel's would load boxes the kernel does not expect.
+// (kAOneBoxForm); only with boxes=one. The host's rules pick the maps' boxes; one that disagrees
+// with the kernel's form would load boxes the kernel does not expect.
 TEST(CudaCodegen, OneBoxLoadsWhereTheKernelHasThem) {
   const DeviceTraits hopper{9, 0, 227 * 1024};
   auto problem = [](std::int64_t n, bool nk) {

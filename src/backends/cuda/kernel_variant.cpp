@@ -575,10 +575,8 @@ Result<VariantSpec> parse_variant_spec(const std::string& spec) {
       out.raster_bytes = std::int64_t(value) << 10;
     } else {
       return invalid_argument("RAGDOT_CUDA_VARIANT: unknown key '" + key +
-                              "' (known: bn, stages, cluster, epilogue, split, swap, strips, pingpong, overlap, boxes, order, "
-                              "ctas, "
-                              "small_groups, "
-                              "raster)");
+                              "' (known: bn, stages, cluster, epilogue, split, swap, strips, pingpong, overlap, boxes, "
+                              "order, ctas, small_groups, raster)");
     }
   }
   return out;
@@ -865,22 +863,18 @@ std::vector<KernelVariant> all_variants(const DeviceTraits& d) {
           KernelVariant v = wgmma_variant(1, DType::kBF16, DType::kBF16, form == 1, bn, d, form == 2);
           v.one_box_loads = true;
           out.push_back(v);
-          if (form == 0) {
-            KernelVariant f16 = wgmma_variant(1, DType::kF16, DType::kF16, false, bn, d);
-            f16.one_box_loads = true;
-            out.push_back(f16);
-            for (int extra = 0; extra < 4; ++extra) {
-              KernelVariant x = v;
-              if (extra == 0) x.split_tail = true;
-              if (extra == 1) x.cluster = 2, x.cluster_along_n = true;
-              if (extra == 2) x.scatter_out = true;
-              if (extra == 3) {
-                x.tma_store = true;
-                x.stages = ring_stages(x, d, -1);
-              }
-              out.push_back(x);
-            }
-          }
+          if (form != 0) continue;
+          KernelVariant f16 = wgmma_variant(1, DType::kF16, DType::kF16, false, bn, d);
+          f16.one_box_loads = true;
+          out.push_back(f16);
+          KernelVariant split = v, pair = v, scatter = v, tma = v;
+          split.split_tail = true;
+          pair.cluster = 2;
+          pair.cluster_along_n = true;
+          scatter.scatter_out = true;
+          tma.tma_store = true;
+          tma.stages = ring_stages(tma, d, -1);
+          out.insert(out.end(), {split, pair, scatter, tma});
         }
       {
         KernelVariant v = swapped(wgmma_variant(1, DType::kBF16, DType::kBF16, false, 256, d), d, -1);

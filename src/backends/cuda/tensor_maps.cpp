@@ -84,8 +84,8 @@ Status encode_operand_maps(const KernelVariant& v, const core::GroupGemmProblem&
   if (!v.gather_a) {
     const cuuint64_t a_dims[2] = {cuuint64_t(p.k), cuuint64_t(p.m)};
     const cuuint64_t a_strides[1] = {cuuint64_t(p.lhs_m) * kElem};
-    maps.a_one_box = a_one_box_applies(v);  // boxes of a whole tile's 128 rows
-    const cuuint32_t a_box[2] = {64, v.swap_ab ? 32u : maps.a_one_box ? 128u : 64u};
+    // (with one-box loads, a whole tile's 128 rows: the kernel's kAOneBoxForm)
+    const cuuint32_t a_box[2] = {64, v.swap_ab ? 32u : a_one_box_applies(v) ? 128u : 64u};
     RAGDOT_RETURN_IF_ERROR(encode(maps.a, type, 2, lhs, a_dims, a_strides, a_box, "cuTensorMapEncodeTiled(lhs)"));
   }
 

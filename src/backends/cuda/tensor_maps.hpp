@@ -17,11 +17,12 @@ struct OperandMaps {
   CUtensorMap b;
   CUtensorMap out;  // the TMA-store epilogue's (variant.tma_store), else unused
   bool b_one_box = false;  // b is the 4-D map of b_one_box_applies (the kernel's p.b_one_box)
-  bool a_one_box = false;  // a has boxes of 128 rows (a_one_box_applies; the kernel's p.a_one_box)
 };
 
 // Mode 1 with A through TMA on one CTA per tile (not gathered, swapped or in CTA clusters):
-// A's map has boxes of 128 rows, a stage's A tile one TMA load.
+// A's map has boxes of 128 rows, a stage's A tile one TMA load. A property of the variant alone,
+// as the kernel's kAOneBoxForm is; B's form depends on n too, so the launch passes it
+// (p.b_one_box).
 bool a_one_box_applies(const KernelVariant& v);
 
 // Mode 1 with [G, K, N] weights (contiguous along n, n a multiple of 64), on one CTA or in pairs
