@@ -22,6 +22,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <functional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -145,13 +146,17 @@ std::pair<double, double> time_alternating(CUstream s, int reps, F&& a, G&& b, i
 // (median over runs that each start on an idle stream, so no queued GEMM is waited for).
 struct BackendTiming {
   double ms = -1, bridge_ms = -1;
+  // with a baseline to alternate with (the sweep): the baseline's median over the same rounds
+  double baseline_ms = -1;
   std::string variant, error;
 };
 
 // `unless_variant`: a plan of that variant is not timed (a sweep's override that leaves the
 // planner's kernel as it is, e.g. a mode 2 key on a mode 1 case); its error says so.
+// `baseline`: when given, timed in alternating rounds with this plan (time_alternating), so that the
+// ratio of the two does not take the clocks' drift between them.
 BackendTiming time_backend(const RaggedDot& op, const PlanOptions& po, ExecuteArgs args, CUstream s, int reps,
-                           const std::string& unless_variant = "") {
+                           const std::string& unless_variant = "", const std::function<void()>& baseline = {}) {
   BackendTiming t;
   auto plan = make_plan(op, po);
   if (!plan.ok()) {
@@ -168,9 +173,11 @@ BackendTiming time_backend(const RaggedDot& op, const PlanOptions& po, ExecuteAr
   DevBuf ws(plan->workspace_bytes());
   args.workspace = {ws.ptr(), plan->workspace_bytes(), MemorySpace::kDevice};
   Status st;
-  t.ms = time_ms(s, reps, [&] {
+  auto run = [&] {
     if (st.is_ok()) st = plan->execute(args);
-  });
+  };
+  if (baseline) std::tie(t.ms, t.baseline_ms) = time_alternating(s, reps, run, baseline);
+  else t.ms = time_ms(s, reps, run);
   if (!st.is_ok()) {
     t.error = st.to_string();
     t.ms = -1;
@@ -377,7 +384,9 @@ int main(int argc, char** argv) {
       continue;
     }
 
-    // the variant sweep: each override, then the planner's choice again (drift check)
+    // the variant sweep: each override timed in alternating rounds with the planner's choice (the
+    // clocks drift by up to 30% within a case on some GPUs, so only alternation gives a fair ratio),
+    // then the planner's choice again on its own (how far the clocks drifted since ragdot's column)
     std::string sweep_json;
     const char* user_variant = std::getenv("RAGDOT_CUDA_VARIANT");
     const std::string user_spec = user_variant ? user_variant : "";
@@ -392,16 +401,18 @@ int main(int argc, char** argv) {
       } else if (!again) {
         setenv("RAGDOT_CUDA_VARIANT", sweep[i].c_str(), 1);
       }
-      const BackendTiming t = time_backend(*op, sweep_po, args, stream, reps, again || measure ? "" : plan->variant());
+      const BackendTiming t = time_backend(*op, sweep_po, args, stream, reps, again || measure ? "" : plan->variant(),
+                                           again ? std::function<void()>{} : std::function<void()>(run_ragdot));
       // back to what the run started with, so that "default again" times the same plan as ragdot's column
       if (user_variant) setenv("RAGDOT_CUDA_VARIANT", user_spec.c_str(), 1); else unsetenv("RAGDOT_CUDA_VARIANT");
       const std::string label = again ? "default again" : sweep[i];
-      std::fprintf(stderr, "  sweep %-22s %8.3f ms (%4.0f TF/s)  %s%s\n", label.c_str(), t.ms,
-                   t.ms > 0 ? 2.0 * double(M) * double(K) * double(N) / t.ms / 1e9 : 0.0, t.variant.c_str(),
-                   t.error.c_str());
+      std::fprintf(stderr, "  sweep %-22s %8.3f ms (%4.0f TF/s)", label.c_str(), t.ms,
+                   t.ms > 0 ? 2.0 * double(M) * double(K) * double(N) / t.ms / 1e9 : 0.0);
+      if (t.baseline_ms > 0) std::fprintf(stderr, "  planner's %.3f ms (%.3fx)", t.baseline_ms, t.baseline_ms / t.ms);
+      std::fprintf(stderr, "  %s%s\n", t.variant.c_str(), t.error.c_str());
       sweep_json += std::string(sweep_json.empty() ? "" : ", ") + "{\"spec\": \"" + json_escape(label) +
-                    "\", \"ms\": " + std::to_string(t.ms) + ", \"variant\": \"" + json_escape(t.variant) +
-                    "\", \"error\": \"" + json_escape(t.error) + "\"}";
+                    "\", \"ms\": " + std::to_string(t.ms) + ", \"baseline_ms\": " + std::to_string(t.baseline_ms) +
+                    ", \"variant\": \"" + json_escape(t.variant) + "\", \"error\": \"" + json_escape(t.error) + "\"}";
     }
 
     // ragdot with the weights stored [E, N, K], PyTorch's layout (nn.Linear's [out, in]; the

@@ -18,6 +18,11 @@ import time
 def cuda_median_ms(fn, reps):
     """Median milliseconds of `reps` runs of `fn` on the current CUDA stream (CUDA events), after
     three warm-up runs."""
+    return statistics.median(cuda_times_ms(fn, reps))
+
+
+def cuda_times_ms(fn, reps):
+    """Milliseconds of each of `reps` runs of `fn` (CUDA events), after three warm-up runs."""
     import torch
 
     for _ in range(3):
@@ -32,7 +37,19 @@ def cuda_median_ms(fn, reps):
         b.record()
         b.synchronize()
         times.append(a.elapsed_time(b))
-    return statistics.median(times)
+    return times
+
+
+def cuda_alternating_ms(fa, fb, reps, rounds=3):
+    """Medians (ms) of `fa` and `fb` timed in alternating rounds (a, b, a, b, ...), each round warmed
+    up: the GPU's clocks drift within a case, and timing one after the other would put that drift
+    into their ratio."""
+    ta, tb = [], []
+    per_round = max(1, -(-reps // rounds))
+    for _ in range(rounds):
+        ta += cuda_times_ms(fa, per_round)
+        tb += cuda_times_ms(fb, per_round)
+    return statistics.median(ta), statistics.median(tb)
 
 
 def torch_peers(cases, reps):
@@ -58,7 +75,14 @@ def torch_peers(cases, reps):
             if mode == 1:
                 # [E, N, K] storage viewed as [E, K, N]: the layout the CUTLASS sm90 path asks for
                 w = (torch.rand(E, N, K, device=dev, dtype=torch.bfloat16) * 2 - 1).transpose(-2, -1)
-                r["ms"]["torch_grouped_mm"] = timed(lambda: torch._grouped_mm(x, w, offs=offs))
+                # torch._grouped_mm in alternating rounds with a yardstick: the dense GEMM that
+                # gpu_bench times in alternating rounds with ragdot (its dense roof: the same
+                # cuBLAS product of [M, K] by a row-major [K, N]). The two ratios to it give a
+                # ragdot / torch ratio that the clocks' drift between the two processes leaves out.
+                w_kn = (torch.rand(K, N, device=dev, dtype=torch.bfloat16) * 2 - 1)
+                r["ms"]["torch_grouped_mm"], r["ms"]["dense_yardstick_torch"] = cuda_alternating_ms(
+                    lambda: torch._grouped_mm(x, w, offs=offs), lambda: torch.mm(x, w_kn), reps)
+                del w_kn
                 r["ms"]["dense_roof_torch"] = timed(lambda: torch.mm(x, w[0]))
                 # padded: scatter rows to [E, cap, K], bmm, gather back
                 cap = max(int(c["max_group"]), 1)

@@ -49,6 +49,13 @@ def main():
         r.update({"ms": ms, "tflops": tf, "roof_tflops": roof, "notes": notes})
         rag = tf.get("ragdot")
         r["ratios"] = {k: (rag / v if rag and v else None) for k, v in tf.items() if k != "ragdot"}
+        # ragdot / torch._grouped_mm through the dense yardstick: each was timed in alternating rounds
+        # with the same dense cuBLAS GEMM in its own process (gpu_bench's dense roof, gpu_peers.py's
+        # dense_yardstick_torch), so the clocks' drift between the two processes cancels
+        need = ("ragdot", "dense_roof", "torch_grouped_mm", "dense_yardstick_torch")
+        if all((ms.get(k) or 0) > 0 for k in need):
+            r["ratios"]["torch_via_dense"] = ((ms["torch_grouped_mm"] / ms["dense_yardstick_torch"]) /
+                                              (ms["ragdot"] / ms["dense_roof"]))
         # ragdot with a measured plan (the sweep's "measure": RAGDOT_PLAN_EFFORT=measure with the
         # case's group sizes), beside the same peers
         measured = next((x for x in c.get("sweep", []) if x.get("spec") == "measure" and (x.get("ms") or 0) > 0), None)
@@ -71,8 +78,8 @@ def main():
              f"(ratio ragdot/peer in parentheses); roof = min(compute {PEAK_TFLOPS:.0f} TF/s, weight bytes at "
              f"{copy} TB/s).", "",
              "| case | skew | M | K | N | ragdot | roof (ratio) | ragdot, measured plan (/ torch, / dense) | " +
-             " | ".join(peers) + " | variant |",
-             "|---|---|---|---|---|---|---|---|" + "---|" * len(peers) + "---|"]
+             " | ".join(peers) + " | / torch via the dense yardstick | variant |",
+             "|---|---|---|---|---|---|---|---|" + "---|" * len(peers) + "---|---|"]
     for r in rows:
         cells = []
         for p in peers:
@@ -87,9 +94,12 @@ def main():
             f"{mp['tflops']:.0f} ({f(mp['ratios'].get('torch_grouped_mm'), 2)}, {f(mp['ratios'].get('dense_roof'), 2)})")
         lines.append(f"| {r['name']} | {r['skew']:.1f} | {r['M']} | {r['K']} | {r['N']} | {f(r['tflops']['ragdot'], 1)} | "
                      f"{r['roof_tflops']:.0f} ({f(r['ratio_to_roof'], 2)}) | {measured_cell} | " + " | ".join(cells) +
-                     f" | {r['variant'].split(' grid')[0]} |")
+                     f" | {f(r['ratios'].get('torch_via_dense'), 2)} | {r['variant'].split(' grid')[0]} |")
     for c in failed:
         lines.append(f"| {c['name']} | {c['skew']:.1f} | FAILED: {c['error'][:120]} |")
+    lines += ["", "/ torch via the dense yardstick: (torch._grouped_mm / dense) / (ragdot / dense), each pair timed "
+              "in alternating rounds in its own process with the same dense cuBLAS GEMM; the two processes' "
+              "clocks can differ by 10-30%, which this ratio leaves out and the torch_grouped_mm column does not."]
     lines += ["", "Host bridge of the backends that copy group sizes to the host (ms, part of their time above): "
               "device-to-host copy and wait, per-group arrays, pointer upload:", ""]
     for r in rows:
@@ -100,8 +110,8 @@ def main():
     swept = [r for r in rows if r.get("sweep")]
     if swept:
         lines += ["", "Variant sweep (RAGDOT_CUDA_VARIANT overrides, and 'measure': a measured plan, with the "
-                  "candidate it chose; same process and operands; ms, and the planner's choice / the override: "
-                  "above 1 the override is faster):", "",
+                  "candidate it chose; same process and operands; ms, and the planner's choice / the override, the two "
+                  "timed in alternating rounds where the run recorded it: above 1 the override is faster):", "",
                   "| case | skew | planner's choice | " + " | ".join(s["spec"] for s in swept[0]["sweep"]) + " |",
                   "|---|---|---|" + "---|" * len(swept[0]["sweep"])]
         for r in swept:
@@ -115,7 +125,9 @@ def main():
                 else:
                     # a measured plan says which candidate won ("measured=swap=ab(0.81x of 4)")
                     won = re.search(r"measured=([^ ]*?)\(", s.get("variant") or "")
-                    cells.append(f"{s['ms']:.3f} ({base / s['ms']:.2f}" + (f", {won.group(1)})" if won else ")"))
+                    # the planner's kernel timed in the same alternating rounds, where there is one
+                    ref = s["baseline_ms"] if (s.get("baseline_ms") or 0) > 0 else base
+                    cells.append(f"{s['ms']:.3f} ({ref / s['ms']:.2f}" + (f", {won.group(1)})" if won else ")"))
             lines.append(f"| {r['name']} | {r['skew']:.1f} | {base:.3f} | " + " | ".join(cells) + " |")
     lines += ["", "JIT: first compile / disk-cache load / memory-cache plan, per case (ms):", ""]
     for r in rows:
