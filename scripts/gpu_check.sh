@@ -22,11 +22,10 @@
 # finished).
 # --sweep times the cuda backend again under each RAGDOT_CUDA_VARIANT override in SPECS
 # (';'-separated) beside the planner's choice, on every benchmark case where it changes the kernel
-# (default "swap=off;order=mix;split=tail;strips=on;strips=off;boxes=one;measure": the plain tile where the
+# (default "swap=off;order=mix;split=tail;strips=on;strips=off;measure": the plain tile where the
 # planner swaps operands (deepseek-v3's prefill), mode 1's groups in the mixed order
 # (tile_order.h), the Hopper family's last wave split along k, the weight gradient in strips that
-# keep B in shared memory where the planner does not, and one tile per unit where it does; mode 1's
-# loads in one TMA box per operand and stage, not yet timed;
+# keep B in shared memory where the planner does not, and one tile per unit where it does;
 # "measure": a measured plan, PlanningEffort::kMeasure, with the case's group sizes; "" for none). swap=ab elsewhere lost on every case (bench/RESULTS.md, 2026-12-06). The variants timed on 2026-12-05 and -06 (bench/RESULTS.md), slower than the
 # planner's choice everywhere, stay out of the default to save device time, as do the weight
 # gradient's turns ("strips=on,pingpong=on", slower on an H100 and an H200, 2026-12-07) and mode
@@ -39,7 +38,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . scripts/gpu_log.sh log.txt
-bench_limit=400 parallel=1 run_tests=1 run_bench=1 run_sanitizer=1 run_python=0 quick="" skip='^$' only='.*' peers=1 sweep='swap=off;order=mix;split=tail;strips=on;strips=off;boxes=one;measure'
+bench_limit=400 parallel=1 run_tests=1 run_bench=1 run_sanitizer=1 run_python=0 quick="" skip='^$' only='.*' peers=1 sweep='swap=off;order=mix;split=tail;strips=on;strips=off;measure'
 while [ $# -gt 0 ]; do
   a=$1
   shift
@@ -93,7 +92,7 @@ if [ $run_tests = 1 ]; then
       *ClusterPairsAlong*) echo "${1/ClusterPairs/ClusterPairsSmall}" ;;
       *HopperSplitTail | *HopperSplitTailCountsItsPieces) echo CudaBackend.HopperSplitTailSmall ;;
       *HopperSwappedOperands | *HopperWeightGradientStrips | *HopperWeightGradientTurns | *HopperForwardTmaStore | \
-        *HopperMixedOrder | *HopperOverlappedStores | *HopperOneBoxLoads) echo "${1}Small" ;;
+        *HopperMixedOrder | *HopperOverlappedStores) echo "${1}Small" ;;
       *HopperSwappedByDefault) echo CudaBackend.HopperSwappedOperandsSmall ;;
       # measured plans time every kind of candidate: only once each kind's small cases passed
       *MeasuredPlans*) echo CudaBackend.HopperSplitTailSmall CudaBackend.HopperSwappedOperandsSmall \
@@ -104,8 +103,7 @@ if [ $run_tests = 1 ]; then
     case $1 in
       *HopperSplitTail | *HopperWeightGradientStrips | *HopperGatheredRows* | *MeasuredPlans*) echo 300 ;;
       *ClusterPairsSmall* | *SplitTailSmall | *SwappedOperandsSmall | *WeightGradientStripsSmall | \
-        *WeightGradientTurnsSmall | *MixedOrderSmall | *GatheredWeightGradientSmall | *OverlappedStoresSmall | \
-        *OneBoxLoadsSmall) echo 60 ;;
+        *WeightGradientTurnsSmall | *MixedOrderSmall | *GatheredWeightGradientSmall | *OverlappedStoresSmall) echo 60 ;;
       *) echo 150 ;;
     esac
   }
@@ -171,7 +169,7 @@ if [ $run_bench = 1 ]; then
     for axis in ClusterPairsAlongM:cluster=2 ClusterPairsAlongN:cluster=2n ClusterPairsAlongMN:cluster=4 \
                 WeightGradientTmaStore:epilogue=tma ForwardTmaStore:epilogue=tma SplitTail:split=tail 'SwappedOperands:swap=[a-z]+' \
                 WeightGradientStrips:strips=on WeightGradientTurns:pingpong=on 'MixedOrder:order=[a-z]+' \
-                OverlappedStores:overlap=on OneBoxLoads:boxes=one; do
+                OverlappedStores:overlap=on; do
       name=Hopper${axis%%:*}
       small_name=${name/ClusterPairs/ClusterPairsSmall}
       [ "$small_name" = "$name" ] && small_name=${name}Small

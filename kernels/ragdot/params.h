@@ -42,7 +42,4 @@ struct RagdotKernelParams {
   long long outer_rhs[RAGDOT_MAX_OUTER_DIMS];
   long long outer_out[RAGDOT_MAX_OUTER_DIMS];
   long long outer_gs[RAGDOT_MAX_OUTER_DIMS];
-
-  int b_one_box;            // wgmma mode 1, [G, K, N] weights: the rhs tensor map is 4-D (64 columns, k,
-                            // 64-column blocks, group), so that a stage's whole B tile is one TMA load
 };

@@ -93,8 +93,7 @@
 //
 // The generated prelude defines `struct V` with kMode, kBN, kStages, kBKMajor, kGatherA, kCluster,
 // kClusterAlongN, kTmaStore, kSwiglu, kScatterOut, kSplitTail, kSwapAB, kStrips (wgmma_strips.cuh's
-// kernel, whose entry point is Strips<V, Mma>::run), kPingPong, kOverlapStore, kOneBoxLoads (one
-// TMA box per operand and stage where the launch's maps have them: load_b), typedef In, typedef Out,
+// kernel, whose entry point is Strips<V, Mma>::run), kPingPong, kOverlapStore, typedef In, typedef Out,
 // and `struct Mma` with `run(float (&d)[kBN / 2], u64 desc_a, u64 desc_b, int accumulate)`: the one
 // wgmma instruction of the variant (m64 x kBN x k16), written out by the generator; with kSwapAB
 // instead kMaxRows (160), kRowStep (16) and `template <int kN> run(float (&d)[160], u64 desc_a0,
@@ -156,14 +155,6 @@ __device__ __forceinline__ void tma_load_3d(u32 dst, const TensorMap* map, u32 b
       "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5}], "
       "[%2];\n" ::"r"(dst),
       "l"(map), "r"(bar), "r"(c0), "r"(c1), "r"(c2)
-      : "memory");
-}
-// Four coordinates (the rhs map of a B tile loaded as one box: see load_b).
-__device__ __forceinline__ void tma_load_4d(u32 dst, const TensorMap* map, u32 bar, int c0, int c1, int c2, int c3) {
-  asm volatile(
-      "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5, %6}], "
-      "[%2];\n" ::"r"(dst),
-      "l"(map), "r"(bar), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
       : "memory");
 }
 // The 3-D form of tma_load_2d_multicast.
@@ -547,27 +538,12 @@ struct Kernel {
 
   // B's tile for one stage. With m pairs, the CTA of rows rm loads half rm of the boxes (or of the
   // one K-major box's rows: the tensor map's box is kBN / 2 rows then) into itself and its B
-  // sharer; otherwise all of it here. `one_box` (p.b_one_box, mode 1 with MN-major weights whose
-  // n is a multiple of 64, the plain column order, one CTA or pairs along n): the map is 4-D,
-  // (64 columns, k, 64-column block, group), and one load brings the tile's kBN / 64 blocks of 64
-  // columns x kBK rows, each at the place its own box would take; a single producer thread
-  // issues a fraction of the instructions per stage.
-  static constexpr bool kBOneBoxForm = V::kOneBoxLoads && V::kMode == 1 && !V::kBKMajor && !V::kSwiglu && !kPairM;
-  // A in one box of 128 rows (the host's a_one_box_applies gives the map that box): one CTA per
-  // tile, since in m pairs the producer's 56 registers did not hold it and n pairs load one A half
-  // each
-  static constexpr bool kAOneBoxForm = V::kOneBoxLoads && V::kMode == 1 && !V::kGatherA && kCluster == 1 && !kSwap;
+  // sharer; otherwise all of it here.
   static __device__ __forceinline__ void load_b(u32 b_dst, const TensorMap* map_b, u32 full, int n0, int k0, int group,
-                                                u32 rank, int half_n, int one_box) {
+                                                u32 rank, int half_n) {
     constexpr int kBoxes = kBN / 64 / (kPairM ? 2 : 1);  // boxes of 64 n x kBK k this CTA loads (MN-major B)
     const u32 rm = rank_m(rank);
     const u16 sharers = (u16)((1u << rank) | (1u << b_sharer(rank)));
-    if constexpr (kBOneBoxForm) {
-      if (one_box) {
-        tma_load_4d(b_dst, map_b, full, 0, k0, n0 / 64, group);
-        return;
-      }
-    }
     if constexpr (V::kBKMajor) {
       if constexpr (!kPairM) tma_load_3d(b_dst, map_b, full, k0, n0, group);
       else tma_load_3d_multicast(b_dst + rm * (kBN / 2 * 128), map_b, full, k0, n0 + (int)rm * (kBN / 2), group, sharers);
@@ -632,17 +608,10 @@ struct Kernel {
         a_upper = V::kMode == 2 ? has_rows : tile.row_end - m0 > 64;
         if constexpr (kSwap) a_boxes = (int)ceil_div(imin((i64)kBM, tile.row_end - m0), kSwapBox);
       }
-      // kAOneBoxForm (one CTA per tile: it always has rows): A's map has boxes of 128 rows, and a
-      // stage's A is one load of both halves even where the upper one has no rows of the tile's
-      // group (the next group's rows, or TMA's zeros past m; its warpgroup idles), one TMA
-      // instruction fewer per stage for the single producer thread, which otherwise issues six
-      // (bench/RESULTS.md, 2026-12-07 06:10 UTC)
       // (an n pair's A boxes land in both CTAs, whichever rank loads them)
       const u32 stage_bytes =
           kSwap ? kBTileBytes + (u32)a_boxes * (kSwapBox * 128)
-                : (has_cols ? kBTileBytes : 0) +
-                      (kAOneBoxForm ? kATileBytes
-                                    : (a_lower ? kATileBytes / 2 : 0) + (a_upper ? kATileBytes / 2 : 0));
+                : (has_cols ? kBTileBytes : 0) + (a_lower ? kATileBytes / 2 : 0) + (a_upper ? kATileBytes / 2 : 0);
       for (int kt = kt_begin; kt < kt_end; ++kt, ++it) {
         const u32 s = it % kStages, phase = (it / kStages) & 1;
         const u32 full = full_bar + 8 * s;
@@ -656,23 +625,19 @@ struct Kernel {
           // rhs rows are k, columns n (a single "group" in the map)
           if (a_lower) load_a_half(a_dst, map_a, full, m0, k0, 0, rank);
           if (a_upper) load_a_half(a_dst, map_a, full, m0, k0, 1, rank);
-          if (has_cols) load_b(b_dst, map_b, full, n0, k0, 0, rank, 0, 0);
+          if (has_cols) load_b(b_dst, map_b, full, n0, k0, 0, rank, 0);
           continue;
         }
         if constexpr (kSwap) {
 #pragma unroll 1
           for (int box = 0; box < a_boxes; ++box)
             tma_load_2d(a_dst + box * (kSwapBox * 128), map_a, full, k0, m0 + box * kSwapBox);
-          load_b(b_dst, map_b, full, n0, k0, group, rank, half_n, p.b_one_box);
+          load_b(b_dst, map_b, full, n0, k0, group, rank, half_n);
           continue;
         }
-        if constexpr (kAOneBoxForm) {
-          tma_load_2d(a_dst, map_a, full, k0, m0);
-        } else {
-          if (a_lower) load_a_half(a_dst, map_a, full, m0, k0, 0, rank);
-          if (a_upper) load_a_half(a_dst, map_a, full, m0, k0, 1, rank);
-        }
-        if (has_cols) load_b(b_dst, map_b, full, n0, k0, group, rank, half_n, p.b_one_box);
+        if (a_lower) load_a_half(a_dst, map_a, full, m0, k0, 0, rank);
+        if (a_upper) load_a_half(a_dst, map_a, full, m0, k0, 1, rank);
+        if (has_cols) load_b(b_dst, map_b, full, n0, k0, group, rank, half_n);
       }
     }
   }
@@ -721,7 +686,7 @@ struct Kernel {
         const int k0 = kt * kBK;
         if (tid == 0) {
           mbar_expect_tx(full, kBTileBytes);
-          load_b(b_dst, map_b, full, n0, k0, group, 0, half_n, p.b_one_box);
+          load_b(b_dst, map_b, full, n0, k0, group, 0, half_n);
         }
         const int kk = k0 + piece * 8;  // k is a multiple of 8 (the planner's rule): a piece is all in or all out
 #pragma unroll
@@ -782,7 +747,7 @@ struct Kernel {
         const u32 a_dst = ring + s * kStageBytes + dst_offset, b_dst = ring + s * kStageBytes + kATileBytes;
         if (tid == 0) {
           mbar_expect_tx(full, kBTileBytes);
-          load_b(b_dst, map_b, full, n0, (int)k0, 0, 0, 0, 0);
+          load_b(b_dst, map_b, full, n0, (int)k0, 0, 0, 0);
         }
 #pragma unroll
         for (int half = 0; half < 2; ++half) {
@@ -875,7 +840,7 @@ struct Kernel {
           if (lane == 0) {
             mbar_wait(empty_bar + 8 * s, phase ^ 1);
             mbar_expect_tx(full, (has_cols ? kBTileBytes : 0) + kHalfBytes);
-            if (has_cols) load_b(stage + kATileBytes, map_b, full, n0, kt * kBK, group, rank, half_n, p.b_one_box);
+            if (has_cols) load_b(stage + kATileBytes, map_b, full, n0, kt * kBK, group, rank, half_n);
           }
           continue;
         }

@@ -166,7 +166,7 @@ struct Strips {
           const u32 b = ib + (u32)kt;
           mbar_wait(empty_b(b), ((b / kBSlots) & 1) ^ 1);
           mbar_expect_tx(full_b(b), kBBytes);
-          K::load_b(b_ring + (b % kBSlots) * kBBytes, map_b, full_b(b), w.n0, w.k_begin + kt * kBK, 0, 0, 0, 0);
+          K::load_b(b_ring + (b % kBSlots) * kBBytes, map_b, full_b(b), w.n0, w.k_begin + kt * kBK, 0, 0, 0);
         };
         // B's slots may still be held by the strip before (they go back after its last tile): A
         // runs `lag` k steps ahead of B, so that A's tiles load meanwhile. A step j needs the

@@ -1181,67 +1181,6 @@ TEST(CudaBackend, HopperOverlappedStores) {
   check_overlapped_stores(false);
 }
 
-// One TMA box per operand and stage (RAGDOT_CUDA_VARIANT=boxes=one): A in boxes of 128 rows on
-// one CTA per tile (a group's last tile, whose upper 64 rows are the next group's or past m, loads
-// them too, and its idle warpgroup ignores them), B of [G, K, N] weights through a 4-D map whose
-// one box holds the tile's blocks of 64 columns (n a multiple of 64; others keep the 3-D map).
-// The cases: every group pattern, n a multiple of 64 (the 4-D map, with a last tile of fewer
-// blocks than the box: TMA's zeros) and not (200: the 3-D map), both weight layouts (K-major
-// weights: A's box only), both 16-bit types, both tile widths, pairs along n (B's box only),
-// swapped operands (B's box only), the last wave split along k, three CTAs, gathered rows (B's
-// box only), a group offset. Three runs each, bitwise the same; every plan says onebox.
-// `small`: one shape, two patterns, one CTA.
-void check_one_box_loads(bool small) {
-  const std::vector<Shape> shapes = small ? std::vector<Shape>{{700, 128, 320, 4}}
-                                          : std::vector<Shape>{{1000, 192, 320, 4}, {777, 136, 200, 3},
-                                                               {640, 64, 512, 5}, {300, 128, 576, 8}};
-  const std::vector<GroupPattern> patterns = epilogue_patterns(small);
-  workloads::SplitMix64 rng(151);
-  std::uint64_t seed = 41000;
-  int cases = 0, one_box_plans = 0;
-  auto check = [&](verify::Case c, const std::string& what) {
-    c.description += " " + what;
-    ++cases;
-    one_box_plans += expect_cuda_pass(c, seed++, false, /*repeats=*/3).find("onebox") != std::string::npos;
-  };
-  const std::vector<const char*> specs =
-      small ? std::vector<const char*>{"boxes=one"}
-            : std::vector<const char*>{"boxes=one", "boxes=one,bn=128", "boxes=one,cluster=2n", "boxes=one,swap=ab",
-                                       "boxes=one,split=tail", "boxes=one,ctas=3"};
-  for (const char* spec : specs) {
-    ScopedVariant boxes(spec);
-    for (DType dt : {DType::kBF16, DType::kF16}) {
-      if (small && dt == DType::kF16) continue;
-      for (bool nk : {false, true}) {
-        for (const Shape& sh : shapes) {
-          for (GroupPattern pat : patterns)
-            check(mode1_case(sh, verify::make_group_sizes(pat, sh.g, sh.m, rng), dt, dt, nk),
-                  std::string(spec) + (nk ? " [G, N, K] " : " ") + verify::group_pattern_name(pat));
-        }
-      }
-    }
-    if (small) continue;
-    check(mode1_offset_case(), spec);
-  }
-  if (!small) {
-    ScopedVariant boxes("boxes=one");
-    check(gathered_rows_case({500, 128, 512, 4}, false, rng), "boxes=one gathered");
-  }
-  EXPECT_EQ(one_box_plans, cases) << "a case was not planned with one-box loads";
-}
-
-TEST(CudaBackend, HopperOneBoxLoadsSmall) {
-  REQUIRE_GPU();
-  if (!device_is_hopper()) GTEST_SKIP() << "one-box loads are the Hopper family's";
-  check_one_box_loads(true);
-}
-
-TEST(CudaBackend, HopperOneBoxLoads) {
-  REQUIRE_GPU();
-  if (!device_is_hopper()) GTEST_SKIP() << "one-box loads are the Hopper family's";
-  check_one_box_loads(false);
-}
-
 // The weight-gradient form of the Hopper family (mode 2: lhs [k, m], rhs [k, n], out [g, m, n]),
 // where group boundaries fall inside k tiles: odd sizes, empty groups (zero blocks), one group
 // holding every row, a tail no group covers, every output dtype, a group offset. On Hopper every

@@ -19,7 +19,6 @@
 #include "backends/cuda/kernel_cache.hpp"
 #include "backends/cuda/kernel_variant.hpp"
 #include "backends/cuda/nvrtc_compiler.hpp"
-#include "backends/cuda/tensor_maps.hpp"
 #include "backends/cuda/variant_candidates.hpp"
 #include "backends/cuda/embedded_kernels.hpp"
 #include "ragdot/tile_order.h"
@@ -597,25 +596,6 @@ TEST(CudaCodegen, VariantOverrideChangesTheTileOrSaysWhatIsWrong) {
   f32_kn.out = DType::kF32;
   EXPECT_FALSE(override_variant(f32_kn, "overlap=on", hopper)->overlap_store);  // f32 outputs: ignored
   expect_rejected(*plain_kn, {"overlap=yes", "overlap="}, "overlap");
-  // boxes=one: mode 1's TMA loads in one box per operand and stage where the maps allow it (a
-  // separate kernel name, the same kernel code: the maps and two launch flags differ); elsewhere
-  // ignored
-  auto one_box = override_variant(*plain_kn, "boxes=one", hopper);
-  ASSERT_TRUE(one_box.ok()) << one_box.status().to_string();
-  EXPECT_TRUE(one_box->one_box_loads);
-  EXPECT_NE(one_box->name().find("onebox"), std::string::npos) << one_box->name();
-  EXPECT_NE(generate_source(*one_box).find("kOneBoxLoads = true"), std::string::npos);
-  EXPECT_NE(generate_source(*plain_kn).find("kOneBoxLoads = false"), std::string::npos);
-  for (const char* spec : {"boxes=one", "boxes=one,bn=128", "boxes=one,swap=ab", "boxes=one,split=tail",
-                           "boxes=one,cluster=2n"}) {
-    auto o = override_variant(*plain_kn, spec, hopper);
-    ASSERT_TRUE(o.ok()) << spec << ": " << o.status().to_string();
-    EXPECT_TRUE(std::find(variants.begin(), variants.end(), *o) != variants.end()) << "CI does not compile " << o->name();
-  }
-  EXPECT_EQ(*override_variant(*one_box, "boxes=split", hopper), *plain_kn);
-  EXPECT_TRUE(override_variant(*plain16, "boxes=one", hopper)->one_box_loads);  // [G, N, K] weights: A's box
-  EXPECT_EQ(*override_variant(*mode2, "boxes=one", hopper), *mode2);            // mode 2: ignored
-  expect_rejected(*plain_kn, {"boxes=two", "boxes="}, "boxes");
   // ctas: accepted here (the plan caps its grid with it)
   EXPECT_EQ(*override_variant(*wgmma, "ctas=8", hopper), *wgmma);
   expect_rejected(*wgmma, {"ctas=0", "ctas=-3", "ctas=", "ctas=many"}, "ctas");
@@ -1032,67 +1012,6 @@ TEST(CudaCodegen, MixedOrderIsOptIn) {
 // The Hopper variants must really run on the wgmma tensor-core path (HGMMA in the machine code),
 // load through TMA (UTMALDG), wait on mbarriers (SYNCS), keep registers out of local memory, and
 // have setmaxnreg honoured (ptxas warns with C7508 when it is not).
-// Which mode 1 launches load a stage's A and B tiles in one TMA box each: B where the weights are
-// [G, K, N] with whole 64-column blocks and the plain column order on one CTA or pairs along n
-// (the kernel's kBOneBoxForm), A where its rows come through TMA on one CTA per tile
-// (kAOneBoxForm); only with boxes=one. The host's rules pick the maps' boxes; one that disagrees
-// with the kernel's form would load boxes the kernel does not expect.
-TEST(CudaCodegen, OneBoxLoadsWhereTheKernelHasThem) {
-  const DeviceTraits hopper{9, 0, 227 * 1024};
-  auto problem = [](std::int64_t n, bool nk) {
-    core::GroupGemmProblem p;
-    p.mode = RaggedMode::kNonContracting;
-    p.lhs_dtype = p.rhs_dtype = p.out_dtype = DType::kBF16;
-    p.m = 4096, p.n = n, p.k = 1024;
-    p.num_groups = p.computed_groups = 8;
-    p.ragged_extent = p.m;
-    p.lhs_m = p.k, p.lhs_k = 1;
-    if (nk) p.rhs_g = p.k * n, p.rhs_n = p.k, p.rhs_k = 1;  // [E, N, K]
-    else p.rhs_g = p.k * n, p.rhs_k = n, p.rhs_n = 1;       // [E, K, N]
-    p.out_m = n, p.out_n = 1;
-    return p;
-  };
-  const core::GroupGemmProblem kn = problem(4096, false), odd_n = problem(4136, false), nk = problem(4096, true);
-  auto chosen = choose_variant(kn, hopper);
-  ASSERT_TRUE(chosen.ok()) << chosen.status().to_string();
-  ASSERT_EQ(chosen->family, KernelFamily::kWgmma);
-  ASSERT_FALSE(chosen->swap_ab || chosen->b_k_major);
-  EXPECT_FALSE(b_one_box_applies(*chosen, kn));  // opt-in
-  EXPECT_FALSE(a_one_box_applies(*chosen));
-  auto with = [&](const char* spec) {
-    auto v = override_variant(*chosen, spec, hopper);
-    EXPECT_TRUE(v.ok()) << spec << ": " << v.status().to_string();
-    return v.ok() ? *v : *chosen;
-  };
-  const KernelVariant plain = with("boxes=one");
-  EXPECT_TRUE(b_one_box_applies(plain, kn));
-  EXPECT_TRUE(a_one_box_applies(plain));
-  EXPECT_FALSE(b_one_box_applies(plain, odd_n));  // a block past n would read the next row
-  EXPECT_FALSE(b_one_box_applies(with("boxes=one,cluster=2"), kn));  // m pairs load half of B each
-  EXPECT_FALSE(a_one_box_applies(with("boxes=one,cluster=2")));      // (the producer's registers)
-  EXPECT_TRUE(b_one_box_applies(with("boxes=one,cluster=2n"), kn));
-  EXPECT_FALSE(a_one_box_applies(with("boxes=one,cluster=2n")));     // n pairs load one A half each
-  EXPECT_FALSE(a_one_box_applies(with("boxes=one,cluster=4")));
-  EXPECT_TRUE(b_one_box_applies(with("boxes=one,swap=ab"), kn));
-  EXPECT_FALSE(a_one_box_applies(with("boxes=one,swap=ab")));        // the token rows come in boxes of 32
-  EXPECT_TRUE(b_one_box_applies(with("boxes=one,bn=128"), kn));
-  KernelVariant swiglu = plain;
-  swiglu.swiglu = true;
-  EXPECT_FALSE(b_one_box_applies(swiglu, kn));  // gate and up columns are not one run
-  KernelVariant gathered = plain;
-  gathered.gather_a = true;
-  EXPECT_FALSE(a_one_box_applies(gathered));
-  EXPECT_TRUE(b_one_box_applies(gathered, kn));
-  auto k_major = choose_variant(nk, hopper);
-  ASSERT_TRUE(k_major.ok()) << k_major.status().to_string();
-  k_major->one_box_loads = true;
-  EXPECT_FALSE(b_one_box_applies(*k_major, nk));  // one box per stage already
-  KernelVariant mode2 = plain;  // the weight gradient keeps its boxes of 64 x 64
-  mode2.mode = 2;
-  EXPECT_FALSE(a_one_box_applies(mode2));
-  EXPECT_FALSE(b_one_box_applies(mode2, kn));
-}
-
 TEST(CudaCodegen, HopperVariantsUseWgmmaAndTma) {
   const std::string cuobjdump = find_cuobjdump();
   ASSERT_FALSE(cuobjdump.empty()) << "cuobjdump not found: pip install nvidia-cuda-cuobjdump, or set RAGDOT_CUOBJDUMP";

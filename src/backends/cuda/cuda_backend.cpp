@@ -218,7 +218,6 @@ class CudaPlan final : public detail::BackendPlan {
     void* args[] = {&k, &maps.a, &maps.b, &maps.out};  // the kernel reads as many as it takes
     if (variant_.family == cuda::KernelFamily::kWgmma)
       RAGDOT_RETURN_IF_ERROR(cuda::encode_operand_maps(variant_, problem_, k.lhs, k.rhs, k.out, maps));
-    k.b_one_box = maps.b_one_box ? 1 : 0;
     RAGDOT_CU_RETURN_IF_ERROR(d->cuLaunchKernel(kernel_->gemm, unsigned(grid_x_), unsigned(grid_y_), 1,
                                                 unsigned(threads_), 1, 1, unsigned(smem_), stream, args, nullptr),
                               "launching the group GEMM kernel");

@@ -334,7 +334,7 @@ std::string KernelVariant::name() const {
       << (cluster > 1 ? " cluster" + std::to_string(cluster) + (cluster == 2 && cluster_along_n ? "n" : "") : "")
       << (tma_store ? " tmastore" : "") << (swiglu ? " swiglu" : "") << (scatter_out ? " scatter" : "")
       << (split_tail ? " splittail" : "") << (swap_ab ? " swapAB" : "") << (strips ? " strips" : "")
-      << (pingpong ? " pingpong" : "") << (overlap_store ? " overlapstore" : "") << (one_box_loads ? " onebox" : "");
+      << (pingpong ? " pingpong" : "") << (overlap_store ? " overlapstore" : "");
   else s << " t" << tm << 'x' << tn;
   return s.str();
 }
@@ -358,7 +358,6 @@ std::string generate_source(const KernelVariant& v) {
       << "  static constexpr bool kStrips = " << (v.strips ? "true" : "false") << ";\n"
       << "  static constexpr bool kPingPong = " << (v.pingpong ? "true" : "false") << ";\n"
       << "  static constexpr bool kOverlapStore = " << (v.overlap_store ? "true" : "false") << ";\n"
-      << "  static constexpr bool kOneBoxLoads = " << (v.one_box_loads ? "true" : "false") << ";\n"
       << "  typedef ragdot::" << type_tag(v.lhs) << " In;\n"
       << "  typedef ragdot::" << type_tag(v.out) << " Out;\n"
       << "};\n\n"
@@ -523,7 +522,7 @@ Result<VariantSpec> parse_variant_spec(const std::string& spec) {
     };
     static constexpr Choice kChoices[] = {
         {"small_groups", "wgmma", "mma"}, {"epilogue", "tma", "direct"}, {"swap", "ab", "off"}, {"split", "tail", "off"},
-        {"strips", "on", "off"}, {"pingpong", "on", "off"}, {"overlap", "on", "off"}, {"boxes", "one", "split"}};
+        {"strips", "on", "off"}, {"pingpong", "on", "off"}, {"overlap", "on", "off"}};
     const Choice* choice = std::find_if(std::begin(kChoices), std::end(kChoices),
                                         [&](const Choice& c) { return key == c.key; });
     if (choice != std::end(kChoices)) {
@@ -537,7 +536,6 @@ Result<VariantSpec> parse_variant_spec(const std::string& spec) {
       else if (key == "strips") out.strips = yes;
       else if (key == "pingpong") out.pingpong = yes;
       else if (key == "overlap") out.overlap_store = yes;
-      else if (key == "boxes") out.one_box_loads = yes;
       else out.split_tail = yes;
       continue;
     }
@@ -575,8 +573,8 @@ Result<VariantSpec> parse_variant_spec(const std::string& spec) {
       out.raster_bytes = std::int64_t(value) << 10;
     } else {
       return invalid_argument("RAGDOT_CUDA_VARIANT: unknown key '" + key +
-                              "' (known: bn, stages, cluster, epilogue, split, swap, strips, pingpong, overlap, boxes, "
-                              "order, ctas, small_groups, raster)");
+                              "' (known: bn, stages, cluster, epilogue, split, swap, strips, pingpong, overlap, order, "
+                              "ctas, small_groups, raster)");
     }
   }
   return out;
@@ -707,10 +705,6 @@ Result<KernelVariant> override_variant(const KernelVariant& v, const VariantSpec
   // elsewhere the key is ignored, and a variant that leaves that epilogue leaves them
   if (spec.overlap_store) out.overlap_store = *spec.overlap_store;
   out.overlap_store = out.overlap_store && overlap_store_applies(out);
-  // one TMA box per operand and stage where the maps allow it (tensor_maps.hpp): the Hopper
-  // family's mode 1; elsewhere the key is ignored
-  if (spec.one_box_loads)
-    out.one_box_loads = *spec.one_box_loads && out.family == KernelFamily::kWgmma && out.mode == 1;
   const std::int64_t table = groups < 0 ? kMaxGroupsPlusLocal : groups;
   const std::int64_t static_bytes = out.family == KernelFamily::kWgmma ? kWgmmaStaticSmemBytes : 0;
   if (out.dynamic_smem_bytes(table / 2, table - table / 2) + static_bytes > d.max_dynamic_smem)
@@ -853,32 +847,6 @@ std::vector<KernelVariant> all_variants(const DeviceTraits& d) {
         v.cluster = 1;  // and the scatter epilogue at these widths
         v.cluster_along_n = false;
         v.scatter_out = true;
-        out.push_back(v);
-      }
-      // one box per operand and stage (RAGDOT_CUDA_VARIANT=boxes=one): both weight layouts, both
-      // tile widths, gathered rows, swapped operands, split tiles, pairs along n, the TMA-store and
-      // table-row epilogues
-      for (int bn : {128, 256})
-        for (int form = 0; form < 3; ++form) {
-          KernelVariant v = wgmma_variant(1, DType::kBF16, DType::kBF16, form == 1, bn, d, form == 2);
-          v.one_box_loads = true;
-          out.push_back(v);
-          if (form != 0) continue;
-          KernelVariant f16 = wgmma_variant(1, DType::kF16, DType::kF16, false, bn, d);
-          f16.one_box_loads = true;
-          out.push_back(f16);
-          KernelVariant split = v, pair = v, scatter = v, tma = v;
-          split.split_tail = true;
-          pair.cluster = 2;
-          pair.cluster_along_n = true;
-          scatter.scatter_out = true;
-          tma.tma_store = true;
-          tma.stages = ring_stages(tma, d, -1);
-          out.insert(out.end(), {split, pair, scatter, tma});
-        }
-      {
-        KernelVariant v = swapped(wgmma_variant(1, DType::kBF16, DType::kBF16, false, 256, d), d, -1);
-        v.one_box_loads = true;
         out.push_back(v);
       }
       // overlapped stores in CTA pairs along n (RAGDOT_CUDA_VARIANT=overlap=on,cluster=2n)

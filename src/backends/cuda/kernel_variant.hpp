@@ -41,9 +41,6 @@ struct KernelVariant {
   bool pingpong = false;         // wgmma strips: the consumer warpgroups take turns on the tensor cores
   bool overlap_store = false;    // wgmma mode 1, plain epilogue, 16-bit out: a tile's stores run during the
                                  //   next tile's k loop (kernels/ragdot/wgmma.cuh, kOverlapStore)
-  bool one_box_loads = false;    // wgmma mode 1: a stage's A and B tiles in one TMA box each where the maps
-                                 //   allow it (tensor_maps.hpp, a_one_box_applies / b_one_box_applies), not in
-                                 //   64-row and 64-column boxes
 
   int threads() const;
   bool pairs_along_m() const { return cluster == 4 || (cluster == 2 && !cluster_along_n); }  // B shared
@@ -94,10 +91,9 @@ Result<KernelVariant> choose_variant(const core::GroupGemmProblem& p, const Devi
 // where its k steps fit in shared memory, kernels/ragdot/strips.h; not with clusters or the
 // TMA-store epilogue; off, the default), `overlap` (on: the wgmma family's plain mode 1 epilogue
 // with 16-bit outputs stores a tile during the next tile's k loop, where the producer's registers
-// allow it: [G, K, N] weights, one CTA or pairs along n; off, the default), `boxes` (one: a stage's A
-// and B tiles in one TMA box each where tensor_maps.hpp allows it; split, the default: mode 1's
-// TMA loads in boxes of 64 rows and columns), `order` (plain, auto or mix: how the wgmma family's mode 1
-// hands out groups, tile_order below; for the plan's launch arguments), `ctas` (the persistent families' grid at most that many CTAs, a
+// allow it: [G, K, N] weights, one CTA or pairs along n; off, the default), `order` (plain, auto or
+// mix: how the wgmma family's mode 1 hands out groups, tile_order below; for the plan's launch
+// arguments), `ctas` (the persistent families' grid at most that many CTAs, a
 // multiple of the cluster size: for a GPU shared with other work, and for tests of how tiles
 // spread over few CTAs; for the plan's launch). An unknown key or a value out of range is an error that names it, so
 // a typo never silently measures the default.
@@ -110,7 +106,6 @@ struct VariantSpec {
   std::optional<bool> strips;
   std::optional<bool> pingpong;
   std::optional<bool> overlap_store;
-  std::optional<bool> one_box_loads;
   std::optional<int> tile_order;  // RAGDOT_ORDER_PLAIN, _AUTO or _MIX (kernels/ragdot/tile_order.h)
   std::optional<int> ctas;  // the persistent grid's CTAs at most (for the plan's launch)
   bool small_groups_on_wgmma = true;

@@ -14,7 +14,7 @@ Status encode(CUtensorMap& map, CUtensorMapDataType type, cuuint32_t rank, const
               CUtensorMapSwizzle swizzle = CU_TENSOR_MAP_SWIZZLE_128B) {
   const DriverApi* d = driver();
   if (!d || !d->cuTensorMapEncodeTiled) return unavailable("this CUDA driver has no cuTensorMapEncodeTiled");
-  const cuuint32_t element_strides[5] = {1, 1, 1, 1, 1};
+  const cuuint32_t element_strides[3] = {1, 1, 1};
   RAGDOT_CU_RETURN_IF_ERROR(
       d->cuTensorMapEncodeTiled(&map, type, rank, const_cast<void*>(base), dims, strides_bytes, box, element_strides,
                                 CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
@@ -24,19 +24,6 @@ Status encode(CUtensorMap& map, CUtensorMapDataType type, cuuint32_t rank, const
 }
 
 }  // namespace
-
-bool a_one_box_applies(const KernelVariant& v) {
-  // (the kernel's kAOneBoxForm)
-  return v.family == KernelFamily::kWgmma && v.mode == 1 && !v.gather_a && v.cluster == 1 && !v.swap_ab &&
-         v.one_box_loads;
-}
-
-bool b_one_box_applies(const KernelVariant& v, const core::GroupGemmProblem& p) {
-  // (the kernel's kBOneBoxForm, and whole 64-column blocks: a block past n would read the next
-  // row's columns instead of TMA's zeros)
-  return v.family == KernelFamily::kWgmma && v.mode == 1 && !v.b_k_major && !v.swiglu && !v.pairs_along_m() &&
-         !v.strips && v.one_box_loads && p.n % 64 == 0 && p.rhs_n == 1;
-}
 
 Status encode_operand_maps(const KernelVariant& v, const core::GroupGemmProblem& p, const void* lhs, const void* rhs,
                            void* out, OperandMaps& maps) {
@@ -84,8 +71,7 @@ Status encode_operand_maps(const KernelVariant& v, const core::GroupGemmProblem&
   if (!v.gather_a) {
     const cuuint64_t a_dims[2] = {cuuint64_t(p.k), cuuint64_t(p.m)};
     const cuuint64_t a_strides[1] = {cuuint64_t(p.lhs_m) * kElem};
-    // (with one-box loads, a whole tile's 128 rows: the kernel's kAOneBoxForm)
-    const cuuint32_t a_box[2] = {64, v.swap_ab ? 32u : a_one_box_applies(v) ? 128u : 64u};
+    const cuuint32_t a_box[2] = {64, v.swap_ab ? 32u : 64u};
     RAGDOT_RETURN_IF_ERROR(encode(maps.a, type, 2, lhs, a_dims, a_strides, a_box, "cuTensorMapEncodeTiled(lhs)"));
   }
 
@@ -96,16 +82,6 @@ Status encode_operand_maps(const KernelVariant& v, const core::GroupGemmProblem&
     const bool split = v.pairs_along_m();
     const cuuint32_t box[3] = {64, cuuint32_t(split ? v.bn / 2 : v.bn), 1};
     return encode(maps.b, type, 3, rhs, dims, strides, box, "cuTensorMapEncodeTiled(rhs)");
-  }
-  if (b_one_box_applies(v, p)) {
-    // [g, k, n] as 4-D: dims (64 columns, k, n / 64 blocks of 64 columns, g), the blocks 128 bytes
-    // apart; one box holds the tile's bn / 64 blocks of 64 columns x 64 k, one after another, as
-    // bn / 64 boxes of the 3-D map below would lie (wgmma.cuh, load_b)
-    const cuuint64_t dims[4] = {64, cuuint64_t(p.k), cuuint64_t(p.n / 64), cuuint64_t(groups)};
-    const cuuint64_t strides[3] = {cuuint64_t(p.rhs_k) * kElem, 64 * kElem, cuuint64_t(p.rhs_g) * kElem};
-    const cuuint32_t box[4] = {64, 64, cuuint32_t(v.bn / 64), 1};
-    maps.b_one_box = true;
-    return encode(maps.b, type, 4, rhs, dims, strides, box, "cuTensorMapEncodeTiled(rhs, one box per tile)");
   }
   // [g, k, n]: dims (n, k, g)
   const cuuint64_t dims[3] = {cuuint64_t(p.n), cuuint64_t(p.k), cuuint64_t(groups)};
