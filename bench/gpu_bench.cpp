@@ -126,17 +126,22 @@ double time_ms(CUstream s, int reps, F&& fn) {
   return median(time_runs(s, reps, fn));
 }
 
-// ragdot and the dense roof timed in alternating rounds (a, b, a, b, a, b), each round warmed up,
-// and each one's median over all its runs: the GPU's clocks drift by 10-15% over a case, and
-// timing one method after the other would hand that drift to the ratio.
+// Two methods (ragdot and the dense roof, or a sweep's override and the planner's kernel) timed in
+// alternating rounds, each round warmed up, and each one's median over all its runs: the GPU's
+// clocks drift by 10-30% over a case, and timing one method after the other would hand that drift
+// to the ratio. The rounds go a b, b a, a b, b a: as the GPU heats up under the load, whichever
+// runs second in a round runs slower (on an H100 that alone moved a ratio by 5-7%), and the
+// mirrored order gives each method the first place equally often.
 template <class F, class G>
-std::pair<double, double> time_alternating(CUstream s, int reps, F&& a, G&& b, int rounds = 3) {
+std::pair<double, double> time_alternating(CUstream s, int reps, F&& a, G&& b, int rounds = 4) {
   std::vector<float> ta, tb;
   const int per_round = std::max(1, (reps + rounds - 1) / rounds);
   for (int r = 0; r < rounds; ++r) {
     const double warm = r == 0 ? 150.0 : 30.0;
-    for (float x : time_runs(s, per_round, a, warm)) ta.push_back(x);
-    for (float x : time_runs(s, per_round, b, warm)) tb.push_back(x);
+    auto run_a = [&] { for (float x : time_runs(s, per_round, a, warm)) ta.push_back(x); };
+    auto run_b = [&] { for (float x : time_runs(s, per_round, b, warm)) tb.push_back(x); };
+    if (r % 2 == 0) run_a(), run_b();
+    else run_b(), run_a();
   }
   return {median(ta), median(tb)};
 }

@@ -40,15 +40,20 @@ def cuda_times_ms(fn, reps):
     return times
 
 
-def cuda_alternating_ms(fa, fb, reps, rounds=3):
-    """Medians (ms) of `fa` and `fb` timed in alternating rounds (a, b, a, b, ...), each round warmed
-    up: the GPU's clocks drift within a case, and timing one after the other would put that drift
-    into their ratio."""
+def cuda_alternating_ms(fa, fb, reps, rounds=4):
+    """Medians (ms) of `fa` and `fb` timed in alternating rounds (a b, b a, a b, b a), each round
+    warmed up: the GPU's clocks drift within a case, and timing one after the other would put that
+    drift into their ratio; the mirrored order gives each the first place in a round, which runs on
+    a cooler GPU, equally often (gpu_bench's time_alternating does the same)."""
     ta, tb = [], []
     per_round = max(1, -(-reps // rounds))
-    for _ in range(rounds):
-        ta += cuda_times_ms(fa, per_round)
-        tb += cuda_times_ms(fb, per_round)
+    for r in range(rounds):
+        if r % 2 == 0:
+            ta += cuda_times_ms(fa, per_round)
+            tb += cuda_times_ms(fb, per_round)
+        else:
+            tb += cuda_times_ms(fb, per_round)
+            ta += cuda_times_ms(fa, per_round)
     return statistics.median(ta), statistics.median(tb)
 
 
