@@ -41,13 +41,25 @@ struct Tile {
   i64 k_begin, k_len;
   int group;        // local group index (selects the weight matrix in mode 1, the output in mode 2)
   bool zero;        // write zeros, read nothing
+  // CTA pairs along m (Scheduler's kPairRows): whether both CTAs of this tile's pair multiply the
+  // same weights (one group; or the other CTA has no rows), so that they can share B's loads
+  bool pair_shared;
 };
 
 // kMixable: the kernel has the mixed order's code (tile_order.h), taken where the launch asks for
 // it; without, RagdotKernelParams::tile_order is ignored. The wgmma family has it; the other
 // families hand out tiles round-robin, where the order matters less.
-template <int kMode, int kBM, int kBN, int kThreads, bool kMixable = false>
+//
+// kPairRows (mode 1, CTA pairs along m; kMixable must be off): a unit is two tiles of kBM rows at
+// one column tile, the next two of all the computed groups' m tiles taken in order, so that the
+// pair's second tile may lie in the next group. A group whose tile count is odd then leaves
+// neither CTA of a pair idle; the pair that spans two groups multiplies two weight matrices and
+// shares no loads. The zero segments keep units of 2 kBM rows of their own. cta_tile() gives each
+// CTA its tile of a unit. The table then holds the computed groups' m-tile prefix in place of
+// their unit prefix (unit_prefix() derives it), so it takes no more shared memory.
+template <int kMode, int kBM, int kBN, int kThreads, bool kMixable = false, bool kPairRows = false>
 struct Scheduler {
+  static_assert(!kPairRows || (kMode == 1 && !kMixable), "pairs across groups: mode 1, plain order");
   // Shared memory this scheduler needs, in bytes (group starts + tile prefix + the launch's order),
   // for G groups.
   __host__ __device__ static constexpr i64 smem_bytes(i64 groups, i64 local_groups) {
@@ -58,6 +70,8 @@ struct Scheduler {
   // [S + 1], mode 1 only; in the mixed order, in size order, each packed with its segment. Then
   // one int: 1 when this launch takes the mixed order (tile_order.h). The flag stays in shared
   // memory, read by each tile(), rather than in a register: the producer runs on 56.
+  // kPairRows: places 0..L hold the computed groups' m tiles (of kBM rows) before each group,
+  // places L + 1 and L + 2 the units before the tail zero segment and in all.
   int* tile_prefix;
   int segments;
   int offset;        // first computed group
@@ -125,6 +139,30 @@ struct Scheduler {
     // each thread reads and then overwrites only its own places [sfirst, slast)
     const int spt = (segments + kThreads - 1) / kThreads;
     const int sfirst = threadIdx.x * spt, slast = imin(sfirst + spt, segments);
+    if constexpr (kPairRows) {
+      // the computed groups' m tiles, prefix-summed: the pairs are cut from that sequence
+      i64 own = 0;
+      for (int s = sfirst; s < imin(slast, L); ++s) own += ceil_div((i64)(st[s + 1] - st[s]) * unit, (i64)kBM);
+      i64 all_tiles;
+      i64 before = block_exclusive_scan<kThreads>(own, scan_scratch, all_tiles);
+      for (int s = sfirst; s < imin(slast, L); ++s) {
+        tile_prefix[s] = (int)before;
+        before += ceil_div((i64)(st[s + 1] - st[s]) * unit, (i64)kBM);
+      }
+      if (threadIdx.x == 0) {
+        tile_prefix[L] = (int)all_tiles;
+        // then the zero segments, in units of 2 kBM rows
+        i64 b, e;
+        segment_rows(L, L, b, e);
+        const i64 tail = (all_tiles + 1) / 2 * n_tiles + ceil_div(e - b, 2 * (i64)kBM) * n_tiles;
+        segment_rows(L + 1, L, b, e);
+        tile_prefix[L + 1] = (int)tail;
+        tile_prefix[L + 2] = (int)(tail + ceil_div(e - b, 2 * (i64)kBM) * n_tiles);
+      }
+      __syncthreads();
+      total_tiles = tile_prefix[L + 2];
+      return;
+    }
     i64 tiles = 0;
     for (int s = sfirst; s < slast; ++s) tiles += segment_tiles(mixed ? tile_prefix[s] : s, L);
     i64 run = block_exclusive_scan<kThreads>(tiles, scan_scratch, total);
@@ -147,6 +185,7 @@ struct Scheduler {
   // Tiles that multiply (mode 1: those of the computed groups, before the two zero segments).
   __device__ __forceinline__ int compute_tiles() const {
     if (kMode != 1) return (int)total_tiles;
+    if (kPairRows) return unit_prefix(segments - 2, segments - 2);
     return mixed_order() ? ragdot_order_prefix(tile_prefix[segments - 2]) : tile_prefix[segments - 2];
   }
 
@@ -173,10 +212,18 @@ struct Scheduler {
     segment_rows(s, L, b, e);
     return ceil_div(e - b, kBM) * n_tiles;
   }
+  // kPairRows: the first pair whose first m tile lies in computed group s or later (each pair
+  // belongs to the group of its first tile), s <= L
+  __device__ __forceinline__ int first_pair(int s) const { return (tile_prefix[s] + 1) >> 1; }
+  // kPairRows: the units before segment s (s <= L + 2)
+  __device__ __forceinline__ int unit_prefix(int s, int L) const {
+    return s <= L ? first_pair(s) * (int)n_tiles : tile_prefix[s];
+  }
 
   __device__ __forceinline__ Tile tile(const RagdotKernelParams& p, i64 t) const {
     Tile r;
     r.zero = false;
+    r.pair_shared = true;
     r.group = 0;
     if (kMode == 3) {
       const i64 m_tiles = ceil_div(p.m, kBM);
@@ -203,6 +250,7 @@ struct Scheduler {
       r.n0 = (i64)nt * kBN;
       return r;
     }
+    if constexpr (kPairRows) return cta_tile(p, t, 0);
     if constexpr (kMixable) {
       if (mixed_order()) return mode1_tile<true>(p, t);
     }
@@ -233,6 +281,7 @@ struct Scheduler {
     ragdot_raster_tile((u32)local, (u32)m_tiles, (u32)n_tiles,
                        ragdot_raster_block(p.raster_lhs_elems, kBM, p.k, (u32)m_tiles), &mt, &nt);
     Tile r;
+    r.pair_shared = true;
     r.group = segment;
     r.zero = segment >= L;
     r.m0 = begin + (i64)mt * kBM;
@@ -240,6 +289,61 @@ struct Scheduler {
     r.row_end = end;
     r.k_begin = 0;
     r.k_len = p.k;
+    return r;
+  }
+
+  // kPairRows: the tile of unit t that the CTA of rows `rm` (0 or 1) of the pair multiplies. The
+  // unit is pair q of the computed groups' m tiles (tiles 2q and 2q + 1 of that sequence), or in a
+  // zero segment rows [rm kBM, rm kBM + kBM) of its 2 kBM-row block. A CTA whose tile would lie
+  // past the last group's gets the pair's group with no rows (row_end = m0).
+  __device__ __forceinline__ Tile cta_tile(const RagdotKernelParams& p, i64 t, u32 rm) const {
+    const int L = p.computed_groups;
+    int lo = 0, hi = segments;  // unit_prefix(lo) <= t < unit_prefix(hi)
+    while (hi - lo > 1) {
+      const int mid = (lo + hi) >> 1;
+      if ((i64)unit_prefix(mid, L) <= t) lo = mid; else hi = mid;
+    }
+    i64 begin, end;
+    segment_rows(lo, L, begin, end);
+    const bool zero = lo >= L;
+    const i64 units = zero ? ceil_div(end - begin, 2 * kBM) : first_pair(lo + 1) - first_pair(lo);
+    u32 mt, nt;
+    ragdot_raster_tile((u32)(t - unit_prefix(lo, L)), (u32)units, (u32)n_tiles,
+                       ragdot_raster_block(p.raster_lhs_elems, 2 * kBM, p.k, (u32)units), &mt, &nt);
+    Tile r;
+    r.zero = zero;
+    r.n0 = (i64)nt * kBN;
+    r.k_begin = 0;
+    r.k_len = p.k;
+    r.group = lo;
+    r.pair_shared = true;
+    r.row_end = end;
+    if (zero) {
+      r.m0 = begin + (i64)mt * (2 * kBM) + (i64)rm * kBM;
+      return r;
+    }
+    const int first = 2 * (first_pair(lo) + (int)mt);  // the pair's first m tile, in group lo
+    const int total = tile_prefix[L];
+    // the second tile lies in group lo, or in a later group, or past the last
+    r.pair_shared = first + 1 < tile_prefix[lo + 1] || first + 1 >= total;
+    const int mine = first + (int)rm;
+    if (mine >= total) {
+      r.m0 = end;  // no rows
+      return r;
+    }
+    int g = lo;  // the group of tile `mine`: the last with tile_prefix[g] <= mine (empty groups skipped)
+    if (mine >= tile_prefix[lo + 1]) {
+      int a = lo + 1, b = L;  // tile_prefix[a] <= mine < tile_prefix[b]
+      while (b - a > 1) {
+        const int mid = (a + b) >> 1;
+        if (tile_prefix[mid] <= mine) a = mid; else b = mid;
+      }
+      g = a;
+      segment_rows(g, L, begin, end);
+      r.group = g;
+      r.row_end = end;
+    }
+    r.m0 = begin + (i64)(mine - tile_prefix[g]) * kBM;
     return r;
   }
 };

@@ -24,7 +24,10 @@
 //
 // Cluster pairs (kCluster = 2), along m: two CTAs of a cluster take one 256-row tile of a group
 // together, rank r its rows [128 r, 128 r + 128); they need the same B tile, and each loads half
-// of it with a TMA multicast into both CTAs' shared memory, which halves B's L2-to-SM traffic.
+// of it with a TMA multicast into both CTAs' shared memory, which halves B's L2-to-SM traffic. In
+// mode 1 (kCrossPairs) the pair takes the next two 128-row tiles of all the groups' tiles in
+// order instead, so that a group with an odd tile count leaves no CTA idle; where those two lie
+// in different groups, each CTA loads its own B tile whole (Tile::pair_shared).
 // Along n (kClusterAlongN): the pair takes a 128 x 2 kBN tile, rank r its columns
 // [r kBN, r kBN + kBN); they need the same A tile, and rank r loads its 64-row box r into both
 // (for groups of ~128 rows, as in deepseek-v3, where an m pair would leave rank 1 idle). The pair
@@ -367,7 +370,13 @@ struct Kernel {
   static constexpr int kStagingBytes = V::kTmaStore ? 2 * 2 * 64 * kStoreBoxCols * 2 : 0;
   // A cluster's tiles are 256 x kBN (pairs along m), 128 x 2 kBN (along n) or 256 x 2 kBN (2 x 2):
   // the scheduler hands out those.
-  typedef Scheduler<V::kMode, kBM * (kPairM ? 2 : 1), kBN * (kPairN ? 2 : 1), kThreads, /*kMixable=*/true> Sched;
+  // Mode 1's m pairs take their two tiles from all the groups' m tiles in order (schedule.cuh's
+  // kPairRows): a pair may span two groups, and then shares no loads, rather than leave a CTA idle
+  // at each group with an odd number of tiles. They hand out tiles in the plain order only.
+  static constexpr bool kCrossPairs = kPairM && kCluster == 2 && V::kMode == 1;
+  typedef Scheduler<V::kMode, kBM * (kPairM && !kCrossPairs ? 2 : 1), kBN * (kPairN ? 2 : 1), kThreads,
+                    /*kMixable=*/!kCrossPairs, /*kPairRows=*/kCrossPairs>
+      Sched;
   typedef typename Storage<typename V::Out>::type O;
 
   // The threads that take every tile from the ring: the consumers, and with gathered A the
@@ -450,6 +459,18 @@ struct Kernel {
     }
     // no CTA of a cluster leaves while another may still arrive on its barriers
     if (kCluster > 1) cluster_sync();
+  }
+
+  // This CTA's rows and columns of unit t's tile (in a cluster, its share of the cluster's tile).
+  static __device__ __forceinline__ Tile cta_tile(const RagdotKernelParams& p, const Sched& sched, int t, u32 rank) {
+    if constexpr (kCrossPairs) {
+      return sched.cta_tile(p, t, rank_m(rank));
+    } else {
+      Tile tile = sched.tile(p, t);
+      tile.m0 += rank_m(rank) * kBM;
+      tile.n0 += rank_n(rank) * kBN;
+      return tile;
+    }
   }
 
   // A unit of work from the tile counter: its tile and, with kSplitTail, its piece and slot (split.h;
@@ -538,12 +559,25 @@ struct Kernel {
 
   // B's tile for one stage. With m pairs, the CTA of rows rm loads half rm of the boxes (or of the
   // one K-major box's rows: the tensor map's box is kBN / 2 rows then) into itself and its B
-  // sharer; otherwise all of it here.
+  // sharer; otherwise, or where the pair's CTAs multiply different groups (!shared), all of it here.
   static __device__ __forceinline__ void load_b(u32 b_dst, const TensorMap* map_b, u32 full, int n0, int k0, int group,
-                                                u32 rank, int half_n) {
+                                                u32 rank, int half_n, bool shared = true) {
     constexpr int kBoxes = kBN / 64 / (kPairM ? 2 : 1);  // boxes of 64 n x kBK k this CTA loads (MN-major B)
     const u32 rm = rank_m(rank);
     const u16 sharers = (u16)((1u << rank) | (1u << b_sharer(rank)));
+    if constexpr (kCrossPairs) {
+      if (!shared) {
+        if constexpr (V::kBKMajor) {
+#pragma unroll 1  // (the map's box is kBN / 2 rows here; unrolled, the producer spilled)
+          for (int h = 0; h < 2; ++h) tma_load_3d(b_dst + h * (kBN / 2 * 128), map_b, full, k0, n0 + h * (kBN / 2), group);
+        } else {
+#pragma unroll 1
+          for (int j = 0; j < kBN / 64; ++j)
+            tma_load_3d(b_dst + j * (kBK * 128), map_b, full, b_column(n0, j, half_n), k0, group);
+        }
+        return;
+      }
+    }
     if constexpr (V::kBKMajor) {
       if constexpr (!kPairM) tma_load_3d(b_dst, map_b, full, k0, n0, group);
       else tma_load_3d_multicast(b_dst + rm * (kBN / 2 * 128), map_b, full, k0, n0 + (int)rm * (kBN / 2), group, sharers);
@@ -587,14 +621,15 @@ struct Kernel {
       // 32-bit coordinates only: the producer runs on 56 registers (setmaxnreg)
       int m0, n0, k_begin, group, kt_begin, kt_end;
       int a_boxes = 0;  // swapped operands: A's boxes of kSwapBox rows the tile needs
-      bool a_lower, a_upper, has_cols;
+      bool a_lower, a_upper, has_cols, b_shared;
       {
         const Unit w = unit_of(t);
-        const Tile tile = sched.tile(p, w.tile);
+        const Tile tile = cta_tile(p, sched, w.tile, rank);  // this CTA's rows and columns
         if (tile.zero) continue;
-        m0 = (int)(tile.m0 + rank_m(rank) * kBM);  // this CTA's rows and columns of the cluster's tile
-        n0 = (int)(tile.n0 + rank_n(rank) * kBN);
+        m0 = (int)tile.m0;
+        n0 = (int)tile.n0;
         has_cols = !kPairN || n0 < p.n;
+        b_shared = tile.pair_shared;
         k_begin = (int)tile.k_begin;
         group = tile.group;
         unit_k_steps(w, (int)ceil_div(tile.k_len, kBK), kt_begin, kt_end);
@@ -637,7 +672,7 @@ struct Kernel {
         }
         if (a_lower) load_a_half(a_dst, map_a, full, m0, k0, 0, rank);
         if (a_upper) load_a_half(a_dst, map_a, full, m0, k0, 1, rank);
-        if (has_cols) load_b(b_dst, map_b, full, n0, k0, group, rank, half_n);
+        if (has_cols) load_b(b_dst, map_b, full, n0, k0, group, rank, half_n, b_shared);
       }
     }
   }
@@ -1279,10 +1314,10 @@ struct Kernel {
       int n_rows = 0;  // swapped operands: the tile's wgmma N, its rows rounded up to kSwapStep
       bool idle;
       {
-        const Tile tile = sched.tile(p, w.tile);
-        const i64 cta_rows = imin((i64)kBM, tile.row_end - (tile.m0 + rank_m(rank) * kBM));  // this CTA's
-        const i64 rows_here = cta_rows - wg * 64;                                           // this warpgroup's
-        const bool cta_cols = !kPairN || tile.n0 + rank_n(rank) * kBN < p.n;  // an n pair's rank past n has none
+        const Tile tile = cta_tile(p, sched, w.tile, rank);
+        const i64 cta_rows = imin((i64)kBM, tile.row_end - tile.m0);  // this CTA's
+        const i64 rows_here = cta_rows - wg * 64;                     // this warpgroup's
+        const bool cta_cols = !kPairN || tile.n0 < p.n;               // an n pair's rank past n has none
         k_len = (int)tile.k_len;
         unit_k_steps(w, tile.zero ? 0 : (int)ceil_div(tile.k_len, kBK), kt_begin, kt_end);
         // Mode 1: a group's last tile often has 64 rows or fewer; the warpgroup whose rows all lie
@@ -1344,9 +1379,7 @@ struct Kernel {
       }
       // epilogue: accumulator pair (4j + 2h, 4j + 2h + 1) is row 16*warp + lane/4 + 8h,
       // columns 8j + 2*(lane%4) + {0, 1}
-      Tile tile = sched.tile(p, w.tile);
-      tile.m0 += rank_m(rank) * kBM;
-      tile.n0 += rank_n(rank) * kBN;  // past n: cols_lim <= 0, nothing is stored
+      const Tile tile = cta_tile(p, sched, w.tile, rank);  // past n: cols_lim <= 0, nothing is stored
       const i64 cols_lim = p.n - tile.n0;
       const i64 rows_here = imin((i64)kBM, tile.row_end - tile.m0) - wg * 64;  // this warpgroup's rows
       if constexpr (V::kSplitTail) {

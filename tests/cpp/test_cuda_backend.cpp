@@ -456,13 +456,18 @@ void check_cluster_pairs(const char* spec, const char* plan_says) {
 // pairs: at n = 264 rank 1 has 8 columns, at n = 128 none), and long k runs (32 k tiles, several
 // rings) behind a rank with neither rows nor columns (2 x 2 clusters: rank 3 at m = 100 or 104,
 // n = 128 or n = 768 with bn = 256), which must not run ahead of the others. (Mode 2's m is 104:
-// its lhs rows, m long, must be a multiple of 8 elements for the tensor cores.)
+// its lhs rows, m long, must be a multiple of 8 elements for the tensor cores.) Mode 1's m pairs
+// take their tiles from all groups in order: gs7's groups have 2, 2, 1, 3 and 1 tiles of 128 rows
+// with empty groups between and rows past the last, so one pair spans two groups (each CTA loads
+// its own weights), one has no second tile, and the zero rows after the groups come in pairs too.
 void check_cluster_pairs_small(const char* spec, const char* plan_says) {
   ScopedVariant pairs(spec);
-  const std::vector<std::int64_t> gs3 = {130, 0, 270}, gs4 = {130, 0, 61, 209};
+  const std::vector<std::int64_t> gs3 = {130, 0, 270}, gs4 = {130, 0, 61, 209}, gs7 = {130, 0, 0, 200, 5, 300, 1};
   std::uint64_t seed = 10500;
   for (const verify::Case& c : {shaped(1, 400, 128, 264, gs3, DType::kBF16, DType::kBF16),
                                 gpu_test::weights_nk(400, 128, 128, gs4, DType::kF16, DType::kF32),
+                                shaped(1, 900, 192, 264, gs7, DType::kBF16, DType::kBF16),
+                                gpu_test::weights_nk(900, 192, 512, gs7, DType::kBF16, DType::kBF16),
                                 shaped(2, 72, 400, 264, gs4, DType::kBF16, DType::kF32),
                                 shaped(1, 100, 2048, 128, {100}, DType::kBF16, DType::kBF16),
                                 shaped(1, 100, 2048, 768, {60, 40}, DType::kBF16, DType::kBF16),

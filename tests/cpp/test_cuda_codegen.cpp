@@ -983,10 +983,19 @@ TEST(CudaCodegen, MixedOrderIsOptIn) {
   auto plain = override_variant(*chosen, "swap=off", hopper, table);
   ASSERT_TRUE(plain.ok()) << plain.status().to_string();
   EXPECT_EQ(tile_order(*plain, deepseek, RAGDOT_ORDER_AUTO), RAGDOT_ORDER_AUTO);
-  // CTA pairs hand out 256-row tiles, in the mixed order too
-  auto pairs = override_variant(*chosen, "cluster=2", hopper, table);
+  // CTA pairs along n hand out 128 x 512 tiles, in the mixed order too; pairs along m cut their
+  // tiles from all the groups' m tiles in order (schedule.cuh's kPairRows), in the plain order only
+  auto pairs = override_variant(*chosen, "cluster=2n", hopper, table);
   ASSERT_TRUE(pairs.ok()) << pairs.status().to_string();
   EXPECT_EQ(tile_order(*pairs, deepseek, RAGDOT_ORDER_MIX), RAGDOT_ORDER_MIX);
+  auto m_pairs = override_variant(*chosen, "cluster=2", hopper, table);
+  ASSERT_TRUE(m_pairs.ok()) << m_pairs.status().to_string();
+  EXPECT_TRUE(m_pairs->pairs_across_groups());
+  EXPECT_EQ(tile_order(*m_pairs, deepseek, RAGDOT_ORDER_MIX), RAGDOT_ORDER_PLAIN);
+  auto quads = override_variant(*chosen, "cluster=4", hopper, table);
+  ASSERT_TRUE(quads.ok()) << quads.status().to_string();
+  EXPECT_FALSE(quads->pairs_across_groups());
+  EXPECT_EQ(tile_order(*quads, deepseek, RAGDOT_ORDER_MIX), RAGDOT_ORDER_MIX);
   // mode 2 and the mma.sync family hand out tiles in their own order
   KernelVariant other = *chosen;
   other.mode = 2;

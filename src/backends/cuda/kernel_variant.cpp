@@ -726,7 +726,7 @@ bool small_groups_on_wgmma(const std::string& spec) {
 int tile_order(const KernelVariant& v, const core::GroupGemmProblem& p, std::optional<int> requested) {
   // (the kernels that have it: kMixable in kernels/ragdot/schedule.cuh)
   if (!requested || *requested == RAGDOT_ORDER_PLAIN || v.family != KernelFamily::kWgmma || v.mode != 1 ||
-      p.computed_groups < 1)
+      v.pairs_across_groups() || p.computed_groups < 1)
     return RAGDOT_ORDER_PLAIN;
   const std::int64_t rows = std::int64_t(v.bm) * (v.pairs_along_m() ? 2 : 1);
   const std::int64_t cols = std::int64_t(v.bn) * (v.pairs_along_n() ? 2 : 1);

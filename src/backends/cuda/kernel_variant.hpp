@@ -45,6 +45,11 @@ struct KernelVariant {
   int threads() const;
   bool pairs_along_m() const { return cluster == 4 || (cluster == 2 && !cluster_along_n); }  // B shared
   bool pairs_along_n() const { return cluster == 4 || (cluster == 2 && cluster_along_n); }   // A shared
+  // Mode 1's m pairs cut their tiles from all the groups' m tiles in order, a pair across two
+  // groups sharing nothing (kernels/ragdot/schedule.cuh, kPairRows); plain tile order only.
+  bool pairs_across_groups() const {
+    return family == KernelFamily::kWgmma && mode == 1 && cluster == 2 && !cluster_along_n && !strips;
+  }
   // Static shared memory is part of the kernel; this is the dynamic part for G groups, L local.
   std::int64_t dynamic_smem_bytes(std::int64_t groups, std::int64_t local_groups) const;
   std::string name() const;  // one line, stable: used in plans and logs
