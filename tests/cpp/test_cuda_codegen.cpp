@@ -335,6 +335,9 @@ TEST(CudaCodegen, VariantOverrideChangesTheTileOrSaysWhatIsWrong) {
   EXPECT_EQ(v->stages, 3);
   EXPECT_TRUE(compile_to_cubin(generate_source(*v), "ragdot_kernel.cu", embedded_kernel_headers(), "sm_90a").ok());
   expect_rejected(*wgmma, {"bn=100", "bn=512", "stages=1", "stages=9", "bm=64", "bn", "bn=12x"}, "RAGDOT_CUDA_VARIANT");
+  // an unknown key is named as such whatever its value; a known integer key with a word is not an integer
+  expect_rejected(*wgmma, {"bm=64", "boxes=one", "colour=red"}, "unknown key");
+  expect_rejected(*wgmma, {"bn=wide", "stages=", "ctas=4x"}, "is not key=integer");
   EXPECT_FALSE(override_variant(*wgmma, "stages=8", hopper).ok());  // 8 x 48 KiB does not fit
   // keys the family does not have leave it as it is
   auto same = override_variant(*simt, "bn=128,stages=2", hopper);

@@ -553,6 +553,11 @@ Result<VariantSpec> parse_variant_spec(const std::string& spec) {
       out.cluster_along_n = text == "2n";
       continue;
     }
+    // the key first: an unknown key says so whatever its value
+    if (key != "bn" && key != "stages" && key != "ctas" && key != "raster")
+      return invalid_argument("RAGDOT_CUDA_VARIANT: unknown key '" + key +
+                              "' (known: bn, stages, cluster, epilogue, split, swap, strips, pingpong, overlap, order, "
+                              "ctas, small_groups, raster)");
     char* end = nullptr;
     const long value = std::strtol(text.c_str(), &end, 10);
     if (text.empty() || *end != '\0') return invalid_argument("RAGDOT_CUDA_VARIANT: '" + item + "' is not key=integer");
@@ -571,10 +576,6 @@ Result<VariantSpec> parse_variant_spec(const std::string& spec) {
         return invalid_argument("RAGDOT_CUDA_VARIANT: raster must be 0 (off) or KiB of L2 up to 4 GiB, got '" + text +
                                 "'");
       out.raster_bytes = std::int64_t(value) << 10;
-    } else {
-      return invalid_argument("RAGDOT_CUDA_VARIANT: unknown key '" + key +
-                              "' (known: bn, stages, cluster, epilogue, split, swap, strips, pingpong, overlap, order, "
-                              "ctas, small_groups, raster)");
     }
   }
   return out;
