@@ -1049,16 +1049,6 @@ TEST(CudaBackend, HopperMixedOrder) {
   check_mixed_order(false);
 }
 
-// Mode 1 in bf16 on rows gathered through an index into a table of 401 rows (random group sizes;
-// some indices past the table, whose rows read as zeros); weights [g, n, k] with `nk`.
-verify::Case gathered_rows_case(const Shape& sh, bool nk, workloads::SplitMix64& rng) {
-  verify::Case c = mode1_case(sh, verify::make_group_sizes(GroupPattern::kRandom, sh.g, sh.m, rng), DType::kBF16,
-                              DType::kBF16, nk);
-  c.lhs_table_rows = 401;
-  for (std::int64_t i = 0; i < sh.m; ++i) c.lhs_rows.push_back(std::int32_t(rng.next() % 410));
-  return c;
-}
-
 // The forward's TMA-store epilogue (RAGDOT_CUDA_VARIANT=epilogue=tma in mode 1): a consumer
 // warpgroup whose 64 rows all lie in the tile's group sends them out in boxes of 64 x 32 through
 // two staging buffers; one with fewer (a group's last rows, which share the box with the next
@@ -1103,7 +1093,13 @@ void check_forward_tma_store(bool small) {
       }
     }
     if (small) continue;
-    check(gathered_rows_case({500, 128, 264, 4}, true, rng), std::string(spec) + " gathered");
+    // gathered rows
+    const Shape sh{500, 128, 264, 4};
+    verify::Case gathered = mode1_case(sh, verify::make_group_sizes(GroupPattern::kRandom, sh.g, sh.m, rng),
+                                       DType::kBF16, DType::kBF16, true);
+    gathered.lhs_table_rows = 401;
+    for (std::int64_t i = 0; i < sh.m; ++i) gathered.lhs_rows.push_back(std::int32_t(rng.next() % 410));
+    check(gathered, std::string(spec) + " gathered");
   }
   if (!small) {
     ScopedVariant tma("epilogue=tma");
