@@ -142,22 +142,18 @@ struct Scheduler {
     if constexpr (kPairRows) {
       // the computed groups' m tiles, prefix-summed: the pairs are cut from that sequence
       i64 own = 0;
-      for (int s = sfirst; s < imin(slast, L); ++s) own += ceil_div((i64)(st[s + 1] - st[s]) * unit, (i64)kBM);
+      for (int s = sfirst; s < imin(slast, L); ++s) own += segment_m_tiles(s, L, kBM);
       i64 all_tiles;
       i64 before = block_exclusive_scan<kThreads>(own, scan_scratch, all_tiles);
       for (int s = sfirst; s < imin(slast, L); ++s) {
         tile_prefix[s] = (int)before;
-        before += ceil_div((i64)(st[s + 1] - st[s]) * unit, (i64)kBM);
+        before += segment_m_tiles(s, L, kBM);
       }
       if (threadIdx.x == 0) {
         tile_prefix[L] = (int)all_tiles;
-        // then the zero segments, in units of 2 kBM rows
-        i64 b, e;
-        segment_rows(L, L, b, e);
-        const i64 tail = (all_tiles + 1) / 2 * n_tiles + ceil_div(e - b, 2 * (i64)kBM) * n_tiles;
-        segment_rows(L + 1, L, b, e);
-        tile_prefix[L + 1] = (int)tail;
-        tile_prefix[L + 2] = (int)(tail + ceil_div(e - b, 2 * (i64)kBM) * n_tiles);
+        // then the zero segments (head L, tail L + 1), in units of 2 kBM rows
+        tile_prefix[L + 1] = (int)(unit_prefix(L, L) + segment_m_tiles(L, L, 2 * kBM) * n_tiles);
+        tile_prefix[L + 2] = (int)(tile_prefix[L + 1] + segment_m_tiles(L + 1, L, 2 * kBM) * n_tiles);
       }
       __syncthreads();
       total_tiles = tile_prefix[L + 2];
@@ -207,10 +203,12 @@ struct Scheduler {
       end = m;
     }
   }
-  __device__ __forceinline__ i64 segment_tiles(int s, int L) const {
+  // Mode 1 segment s's tiles, and its m tiles of `rows` rows.
+  __device__ __forceinline__ i64 segment_tiles(int s, int L) const { return segment_m_tiles(s, L, kBM) * n_tiles; }
+  __device__ __forceinline__ i64 segment_m_tiles(int s, int L, i64 rows) const {
     i64 b, e;
     segment_rows(s, L, b, e);
-    return ceil_div(e - b, kBM) * n_tiles;
+    return ceil_div(e - b, rows);
   }
   // kPairRows: the first pair whose first m tile lies in computed group s or later (each pair
   // belongs to the group of its first tile), s <= L

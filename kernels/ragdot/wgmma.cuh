@@ -565,32 +565,28 @@ struct Kernel {
     constexpr int kBoxes = kBN / 64 / (kPairM ? 2 : 1);  // boxes of 64 n x kBK k this CTA loads (MN-major B)
     const u32 rm = rank_m(rank);
     const u16 sharers = (u16)((1u << rank) | (1u << b_sharer(rank)));
-    if constexpr (kCrossPairs) {
-      if (!shared) {
-        if constexpr (V::kBKMajor) {
-#pragma unroll 1  // (the map's box is kBN / 2 rows here; unrolled, the producer spilled)
-          for (int h = 0; h < 2; ++h) tma_load_3d(b_dst + h * (kBN / 2 * 128), map_b, full, k0, n0 + h * (kBN / 2), group);
-        } else {
-#pragma unroll 1
-          for (int j = 0; j < kBN / 64; ++j)
-            tma_load_3d(b_dst + j * (kBK * 128), map_b, full, b_column(n0, j, half_n), k0, group);
-        }
-        return;
-      }
-    }
+    // m pairs that share B split its boxes between their two CTAs; a pair spanning two groups
+    // (!shared) loads each CTA's B whole
+    const bool split = kPairM && (shared || !kCrossPairs);
     if constexpr (V::kBKMajor) {
-      if constexpr (!kPairM) tma_load_3d(b_dst, map_b, full, k0, n0, group);
-      else tma_load_3d_multicast(b_dst + rm * (kBN / 2 * 128), map_b, full, k0, n0 + (int)rm * (kBN / 2), group, sharers);
+      if constexpr (!kPairM) {
+        tma_load_3d(b_dst, map_b, full, k0, n0, group);
+      } else if (split) {
+        tma_load_3d_multicast(b_dst + rm * (kBN / 2 * 128), map_b, full, k0, n0 + (int)rm * (kBN / 2), group, sharers);
+      } else {
+#pragma unroll 1  // (the map's box is kBN / 2 rows here; unrolled, the producer spilled)
+        for (int h = 0; h < 2; ++h) tma_load_3d(b_dst + h * (kBN / 2 * 128), map_b, full, k0, n0 + h * (kBN / 2), group);
+      }
     } else if constexpr (!kPairM && V::kMode == 2) {
 #pragma unroll
       for (int j = 0; j < kBoxes; ++j) tma_load_3d(b_dst + j * (kBK * 128), map_b, full, b_column(n0, j, half_n), k0, group);
     } else {
-      const int first = kPairM ? (int)rm * kBoxes : 0;
+      const int first = split ? (int)rm * kBoxes : 0, count = split ? kBoxes : kBN / 64;
 #pragma unroll 1  // unrolled, the four boxes' addresses would outgrow the producer's 56 registers
-      for (int j = first; j < first + kBoxes; ++j) {
+      for (int j = first; j < first + count; ++j) {
         const int column = b_column(n0, j, half_n);
-        if constexpr (!kPairM) tma_load_3d(b_dst + j * (kBK * 128), map_b, full, column, k0, group);
-        else tma_load_3d_multicast(b_dst + j * (kBK * 128), map_b, full, column, k0, group, sharers);
+        if (split) tma_load_3d_multicast(b_dst + j * (kBK * 128), map_b, full, column, k0, group, sharers);
+        else tma_load_3d(b_dst + j * (kBK * 128), map_b, full, column, k0, group);
       }
     }
   }
