@@ -92,7 +92,7 @@ if [ $run_tests = 1 ]; then
       *ClusterPairsAlong*) echo "${1/ClusterPairs/ClusterPairsSmall}" ;;
       *HopperSplitTail | *HopperSplitTailCountsItsPieces) echo CudaBackend.HopperSplitTailSmall ;;
       *HopperSwappedOperands | *HopperWeightGradientStrips | *HopperWeightGradientTurns | *HopperForwardTmaStore | \
-        *HopperMixedOrder | *HopperOverlappedStores) echo "${1}Small" ;;
+        *HopperMixedOrder | *HopperOverlappedStores | *HopperThreeConsumers) echo "${1}Small" ;;
       *HopperSwappedByDefault) echo CudaBackend.HopperSwappedOperandsSmall ;;
       # measured plans time every kind of candidate: only once each kind's small cases passed
       *MeasuredPlans*) echo CudaBackend.HopperSplitTailSmall CudaBackend.HopperSwappedOperandsSmall \
@@ -103,7 +103,8 @@ if [ $run_tests = 1 ]; then
     case $1 in
       *HopperSplitTail | *HopperWeightGradientStrips | *HopperGatheredRows* | *MeasuredPlans*) echo 300 ;;
       *ClusterPairsSmall* | *SplitTailSmall | *SwappedOperandsSmall | *WeightGradientStripsSmall | \
-        *WeightGradientTurnsSmall | *MixedOrderSmall | *GatheredWeightGradientSmall | *OverlappedStoresSmall) echo 60 ;;
+        *WeightGradientTurnsSmall | *MixedOrderSmall | *GatheredWeightGradientSmall | *OverlappedStoresSmall | \
+        *ThreeConsumersSmall) echo 60 ;;
       *) echo 150 ;;
     esac
   }
@@ -169,7 +170,7 @@ if [ $run_bench = 1 ]; then
     for axis in ClusterPairsAlongM:cluster=2 ClusterPairsAlongN:cluster=2n ClusterPairsAlongMN:cluster=4 \
                 WeightGradientTmaStore:epilogue=tma ForwardTmaStore:epilogue=tma SplitTail:split=tail 'SwappedOperands:swap=[a-z]+' \
                 WeightGradientStrips:strips=on WeightGradientTurns:pingpong=on 'MixedOrder:order=[a-z]+' \
-                OverlappedStores:overlap=on; do
+                OverlappedStores:overlap=on ThreeConsumers:bm=192; do
       name=Hopper${axis%%:*}
       small_name=${name/ClusterPairs/ClusterPairsSmall}
       [ "$small_name" = "$name" ] && small_name=${name}Small

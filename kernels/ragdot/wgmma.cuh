@@ -82,6 +82,13 @@
 // run while the tensor cores multiply; otherwise both warpgroups store together, and the tensor
 // cores wait for them at every tile's end. The last tile's words are stored after the loop.
 //
+// Three consumer warpgroups (kConsumers = 3, plain mode 1 on one CTA): a tile of 192 rows by up
+// to 192 columns, each warpgroup 64 rows, on 512 threads. Every k step of a 128 x 256 tile brings
+// 48 KiB into the SM for 4.2 MFLOP; 192 x 192 brings the same 48 KiB for 4.7 MFLOP, so the rate
+// at which L2 feeds an SM (about 41-44 bytes per clock measured on every kernel, against the 47
+// a 128 x 256 tile needs at the tensor cores' full rate) no longer holds the tensor cores back.
+// Fewer registers per consumer (152 after setmaxnreg) hold its 96 accumulators.
+//
 // Shared memory: [scheduler table][pad to 1024][stage 0: A | B][stage 1] ... [staging]. Every tile
 // is stored 128B-swizzled as TMA writes it and wgmma reads it; 1024-byte alignment keeps the
 // swizzle pattern anchored.
@@ -94,7 +101,7 @@
 // The epilogue turns each 8 x 8 block of the accumulators back with movmatrix.trans. A group of up
 // to 160 rows reads its weight tile once and multiplies at most 15 rows for nothing.
 //
-// The generated prelude defines `struct V` with kMode, kBN, kStages, kBKMajor, kGatherA, kCluster,
+// The generated prelude defines `struct V` with kMode, kBN, kConsumers, kStages, kBKMajor, kGatherA, kCluster,
 // kClusterAlongN, kTmaStore, kSwiglu, kScatterOut, kSplitTail, kSwapAB, kStrips (wgmma_strips.cuh's
 // kernel, whose entry point is Strips<V, Mma>::run), kPingPong, kOverlapStore, typedef In, typedef Out,
 // and `struct Mma` with `run(float (&d)[kBN / 2], u64 desc_a, u64 desc_b, int accumulate)`: the one
@@ -320,8 +327,11 @@ struct Kernel {
   // swapped operands: a tile's token rows are wgmma's N (up to 160), its 256 columns two 64-wide
   // slices of M per consumer warpgroup
   static constexpr bool kSwap = V::kSwapAB;
-  static constexpr int kBM = kSwap ? 160 : 128, kBN = V::kBN, kBK = 64, kStages = V::kStages;
-  static constexpr int kThreads = 384;  // warpgroup 0: producer; 1 and 2: consumers
+  // consumer warpgroups of 64 rows each: two, or three for the 192-row tile, whose 192 x 192
+  // outputs take fewer operand bytes per multiply than 128 x 256 (see the header)
+  static constexpr int kConsumers = V::kConsumers;
+  static constexpr int kBM = kSwap ? 160 : 64 * kConsumers, kBN = V::kBN, kBK = 64, kStages = V::kStages;
+  static constexpr int kThreads = 128 * (1 + kConsumers);  // warpgroup 0: producer; then the consumers
   static constexpr int kATileBytes = kBM * kBK * 2, kBTileBytes = kBN * kBK * 2;
   static constexpr int kStageBytes = kATileBytes + kBTileBytes;
   // f32 accumulators per consumer thread: 64 x kBN / 128, or with swapped operands two slices of
@@ -362,8 +372,16 @@ struct Kernel {
   static_assert(!kOverlap || (V::kMode == 1 && !kSwap && !V::kSplitTail && !V::kTmaStore && !V::kScatterOut &&
                               !V::kSwiglu && sizeof(typename Storage<typename V::Out>::type) == 2),
                 "overlapped stores: the plain mode 1 epilogue with 16-bit outputs");
-  static constexpr int kProducerRegs = kOverlap ? 40 : 56, kConsumerRegs = kOverlap ? 232 : 224;
-  static_assert(128 * kProducerRegs + 256 * kConsumerRegs <= 384 * 168, "the CTA's registers");
+  static_assert(kConsumers == 2 || (kConsumers == 3 && V::kMode == 1 && kCluster == 1 && !V::kGatherA && !kSwap &&
+                                    !V::kSwiglu && !V::kScatterOut && !V::kSplitTail && !V::kTmaStore && !kOverlap &&
+                                    kBN <= 192),
+                "three consumer warpgroups: the plain mode 1 tile on one CTA, at most 192 columns");
+  // The CTA's registers, as __launch_bounds__(kThreads, 1) gives them (a multiple of 8 per thread:
+  // 168 for 384 threads, 128 for 512), moved from the producer to the consumers by setmaxnreg
+  static constexpr int kLaunchRegs = 65536 / kThreads / 8 * 8;
+  static constexpr int kProducerRegs = kOverlap ? 40 : 56;
+  static constexpr int kConsumerRegs = kConsumers == 3 ? 152 : kOverlap ? 232 : 224;
+  static_assert(128 * kProducerRegs + 128 * kConsumers * kConsumerRegs <= kThreads * kLaunchRegs, "the CTA's registers");
   // TMA-store epilogue: per warpgroup two buffers of one box of 64 rows x kStoreBoxCols 16-bit
   // outputs (mode 2: 8 KiB, 128-byte swizzle; mode 1: 4 KiB, 64-byte swizzle)
   static constexpr int kStoreBoxCols = V::kMode == 1 ? 32 : 64;
@@ -381,7 +399,7 @@ struct Kernel {
 
   // The threads that take every tile from the ring: the consumers, and with gathered A the
   // producer warpgroup's 128 threads too (in a cluster gathered A comes only in n pairs).
-  static constexpr int kTileReaders = V::kGatherA ? 256 + 128 : 256;
+  static constexpr int kTileReaders = 128 * kConsumers + (V::kGatherA ? 128 : 0);
   // Cluster: each CTA's slots are read by those threads and, on ranks past 0 (a gathered pair's
   // aside), by the producer thread; each arrives once on its own CTA's empty barrier, as in one
   // CTA, so that every reader's read is ordered before the next store into the slot by its own
@@ -426,7 +444,7 @@ struct Kernel {
         // diagonal CTA, when it has neither rows nor columns, receives no bytes that would hold it
         // back, runs a ring ahead, and its arrivals stand in for a slower CTA's at the sharers'
         // barriers, which then refill stages that CTA still reads.
-        mbar_init(smem_address(&empty_bar[s]), 2 * kCluster);
+        mbar_init(smem_address(&empty_bar[s]), kConsumers * kCluster);
       }
       for (int s = 0; s < kTileSlots; ++s) {
         mbar_init(smem_address(&tile_ring.full[s]), 1);
@@ -447,7 +465,8 @@ struct Kernel {
 
     if (warp < 4) {
       // 128 x 56 + 256 x 224 = the 384 x 168 registers the CTA was given; overlapped stores hold a
-      // tile's words beside the accumulators, so their consumers take 232 and the producer 40
+      // tile's words beside the accumulators, so their consumers take 232 and the producer 40;
+      // three consumer warpgroups: 128 x 56 + 384 x 152 = 512 x 128
       regs_dealloc<kProducerRegs>();
       if constexpr (kGatherPair) produce_gathered_pair(p, sched, map_b, ring, full_bar, empty_bar, gathered_bar);
       else if constexpr (V::kGatherA && V::kMode == 2) produce_gathered_k(p, sched, map_b, ring, full_bar, empty_bar);
@@ -590,11 +609,11 @@ struct Kernel {
       }
     }
   }
-  // A's 64-row box `half` (0: rows m0.., 1: rows m0 + 64..) for one stage: with n pairs, the CTA
+  // A's 64-row box `half` (0: rows m0.., 1: rows m0 + 64.., 2: rows m0 + 128..) for one stage: with n pairs, the CTA
   // of columns rn = `half` loads it into itself and its A sharer, the other nothing.
   static __device__ __forceinline__ void load_a_half(u32 a_dst, const TensorMap* map_a, u32 full, int m0, int k0,
                                                      int half, u32 rank) {
-    const u32 dst = a_dst + half * (kATileBytes / 2);
+    const u32 dst = a_dst + half * (64 * 128);
     // mode 1: dims (k, m); mode 2: dims (m, k)
     const int c0 = V::kMode == 2 ? m0 + 64 * half : k0, c1 = V::kMode == 2 ? k0 : m0 + 64 * half;
     if constexpr (!kPairN) tma_load_2d(dst, map_a, full, c0, c1);
@@ -618,6 +637,7 @@ struct Kernel {
       int m0, n0, k_begin, group, kt_begin, kt_end;
       int a_boxes = 0;  // swapped operands: A's boxes of kSwapBox rows the tile needs
       bool a_lower, a_upper, has_cols, b_shared;
+      bool a_third = false;  // three consumer warpgroups: A's third box
       {
         const Unit w = unit_of(t);
         const Tile tile = cta_tile(p, sched, w.tile, rank);  // this CTA's rows and columns
@@ -629,7 +649,7 @@ struct Kernel {
         k_begin = (int)tile.k_begin;
         group = tile.group;
         unit_k_steps(w, (int)ceil_div(tile.k_len, kBK), kt_begin, kt_end);
-        // Mode 1: A comes in two boxes of 64 rows, one per consumer warpgroup; the second only
+        // Mode 1: A comes in boxes of 64 rows, one per consumer warpgroup; the second (and third) only
         // when the tile has rows there (a group's last tile often has 64 or fewer, and its second
         // warpgroup idles), which spares L2 the unused half. Mode 2: both, if the CTA has rows.
         // In an m pair, a rank may have no rows at all: it loads no A, only its half of B. In an n
@@ -637,12 +657,14 @@ struct Kernel {
         const bool has_rows = !kPairM || tile.row_end - m0 > 0;  // one CTA: a tile always has rows
         a_lower = has_rows;
         a_upper = V::kMode == 2 ? has_rows : tile.row_end - m0 > 64;
+        if constexpr (kConsumers == 3) a_third = tile.row_end - m0 > 128;
         if constexpr (kSwap) a_boxes = (int)ceil_div(imin((i64)kBM, tile.row_end - m0), kSwapBox);
       }
       // (an n pair's A boxes land in both CTAs, whichever rank loads them)
       const u32 stage_bytes =
           kSwap ? kBTileBytes + (u32)a_boxes * (kSwapBox * 128)
-                : (has_cols ? kBTileBytes : 0) + (a_lower ? kATileBytes / 2 : 0) + (a_upper ? kATileBytes / 2 : 0);
+                : (has_cols ? kBTileBytes : 0) + (a_lower ? 64 * 128 : 0) + (a_upper ? 64 * 128 : 0) +
+                      (a_third ? 64 * 128 : 0);
       for (int kt = kt_begin; kt < kt_end; ++kt, ++it) {
         const u32 s = it % kStages, phase = (it / kStages) & 1;
         const u32 full = full_bar + 8 * s;
@@ -668,6 +690,7 @@ struct Kernel {
         }
         if (a_lower) load_a_half(a_dst, map_a, full, m0, k0, 0, rank);
         if (a_upper) load_a_half(a_dst, map_a, full, m0, k0, 1, rank);
+        if (a_third) load_a_half(a_dst, map_a, full, m0, k0, 2, rank);
         if (has_cols) load_b(b_dst, map_b, full, n0, k0, group, rank, half_n, b_shared);
       }
     }

@@ -1182,6 +1182,69 @@ TEST(CudaBackend, HopperOverlappedStores) {
   check_overlapped_stores(false);
 }
 
+// The 192-row tile (RAGDOT_CUDA_VARIANT=bm=192): three consumer warpgroups of 64 rows each, so a
+// group's last tile may leave one, two or all three with rows, and A comes in one to three boxes.
+// The cases: every group pattern (empty groups, odd sizes, one group with every row, a tail no
+// group covers: zero tiles), group sizes around multiples of 64 and 192, k of one, two and three
+// steps, n short of a tile, between tiles and past several, both 16-bit types with 16-bit and f32
+// outputs, both weight layouts, the narrower tiles bn may ask for, three CTAs (each takes many tiles
+// in a row), a group offset. Three runs each, bitwise the same; every case planned with the 192-row
+// tile. `small`: one shape, two patterns and the 64-row steps, bf16, one CTA.
+void check_three_consumers(bool small) {
+  const std::vector<Shape> shapes = small ? std::vector<Shape>{{700, 128, 264, 4}}
+                                          : std::vector<Shape>{{1000, 64, 320, 4}, {777, 136, 192, 3},
+                                                               {640, 192, 200, 5}, {300, 128, 520, 8}};
+  const std::vector<GroupPattern> patterns = epilogue_patterns(small);
+  workloads::SplitMix64 rng(151);
+  std::uint64_t seed = 33000;
+  int cases = 0, plans = 0;
+  const std::vector<const char*> specs =
+      small ? std::vector<const char*>{"bm=192"}
+            : std::vector<const char*>{"bm=192", "bm=192,bn=128", "bm=192,bn=64", "bm=192,ctas=3"};
+  auto check = [&](verify::Case c, const std::string& what) {
+    c.description += " " + what;
+    ++cases;
+    plans += expect_cuda_pass(c, seed++, false, /*repeats=*/3).find(" 192x") != std::string::npos;
+  };
+  for (const char* spec : specs) {
+    ScopedVariant three(spec);
+    for (DType dt : {DType::kBF16, DType::kF16}) {
+      if (small && dt == DType::kF16) continue;
+      for (DType out : {dt, DType::kF32}) {
+        if (small && out == DType::kF32) continue;
+        for (const Shape& sh : shapes) {
+          for (GroupPattern pat : patterns)
+            check(mode1_case(sh, verify::make_group_sizes(pat, sh.g, sh.m, rng), dt, out, false),
+                  std::string(spec) + " " + verify::group_pattern_name(pat));
+          check(mode1_case(sh, verify::make_group_sizes(GroupPattern::kRandom, sh.g, sh.m, rng), dt, out, true),
+                std::string(spec) + " weights [G, N, K]");
+        }
+      }
+    }
+    // a group's last tile with rows for one, two and three warpgroups, and groups of 192 rows
+    // and a row past them
+    const Shape steps = {960, 128, 264, 6};
+    for (const std::vector<std::int64_t>& gs : std::vector<std::vector<std::int64_t>>{
+             {1, 64, 65, 128, 129, 191}, {192, 193, 0, 383, 192, 0}, {0, 0, 960, 0, 0, 0}})
+      for (bool nk : {false, true}) check(mode1_case(steps, gs, DType::kBF16, DType::kBF16, nk), std::string(spec) + " rows by steps");
+    if (small) continue;
+    check(mode1_offset_case(), std::string(spec) + " group offset");
+  }
+  EXPECT_EQ(plans, cases) << "a case was not planned with the 192-row tile";
+}
+
+TEST(CudaBackend, HopperThreeConsumersSmall) {
+  REQUIRE_GPU();
+  if (!device_is_hopper()) GTEST_SKIP() << "the 192-row tile is the Hopper family's";
+  check_three_consumers(true);
+}
+
+TEST(CudaBackend, HopperThreeConsumers) {
+  REQUIRE_GPU();
+  if (!device_is_hopper()) GTEST_SKIP() << "the 192-row tile is the Hopper family's";
+  check_three_consumers(false);
+}
+
 // The weight-gradient form of the Hopper family (mode 2: lhs [k, m], rhs [k, n], out [g, m, n]),
 // where group boundaries fall inside k tiles: odd sizes, empty groups (zero blocks), one group
 // holding every row, a tail no group covers, every output dtype, a group offset. On Hopper every

@@ -336,7 +336,7 @@ TEST(CudaCodegen, VariantOverrideChangesTheTileOrSaysWhatIsWrong) {
   EXPECT_TRUE(compile_to_cubin(generate_source(*v), "ragdot_kernel.cu", embedded_kernel_headers(), "sm_90a").ok());
   expect_rejected(*wgmma, {"bn=100", "bn=512", "stages=1", "stages=9", "bm=64", "bn", "bn=12x"}, "RAGDOT_CUDA_VARIANT");
   // an unknown key is named as such whatever its value; a known integer key with a word is not an integer
-  expect_rejected(*wgmma, {"bm=64", "boxes=one", "colour=red"}, "unknown key");
+  expect_rejected(*wgmma, {"bk=64", "boxes=one", "colour=red"}, "unknown key");
   expect_rejected(*wgmma, {"bn=wide", "stages=", "ctas=4x"}, "is not key=integer");
   EXPECT_FALSE(override_variant(*wgmma, "stages=8", hopper).ok());  // 8 x 48 KiB does not fit
   // keys the family does not have leave it as it is
@@ -452,6 +452,61 @@ TEST(CudaCodegen, VariantOverrideChangesTheTileOrSaysWhatIsWrong) {
     expect_rejected(*forward, {"epilogue=tma,cluster=2", "cluster=2n,epilogue=tma", "epilogue=tma,split=tail"},
                     "epilogue=tma");
     expect_rejected(*forward, {"epilogue=tma,swap=ab"}, "swapped operands");
+  }
+  // bm=192: the plain mode 1 tile on three consumer warpgroups (512 threads), 192 columns unless
+  // bn says fewer; one CTA per tile, whole, the plain epilogue; ignored in mode 2; a swapped tile
+  // leaves its swap for it
+  {
+    const auto forward = std::find_if(variants.begin(), variants.end(), [](const KernelVariant& k) {
+      return k.family == KernelFamily::kWgmma && k.mode == 1 && k.out == DType::kBF16 && k.lhs == DType::kBF16 &&
+             k.bn == 256 && !k.b_k_major && !k.gather_a && !k.swiglu && !k.scatter_out && !k.split_tail &&
+             !k.swap_ab && !k.tma_store && k.cluster == 1 && !k.overlap_store;
+    });
+    ASSERT_NE(forward, variants.end());
+    auto three = override_variant(*forward, "bm=192", hopper);
+    ASSERT_TRUE(three.ok()) << three.status().to_string();
+    EXPECT_EQ(three->bm, 192);
+    EXPECT_EQ(three->bn, 192);
+    EXPECT_EQ(three->warps_m, 3);
+    EXPECT_EQ(three->threads(), 512);
+    EXPECT_EQ(three->stages, 4);  // 48 KiB stages, as 128 x 256's
+    EXPECT_NE(three->name().find(" 192x192x64 "), std::string::npos) << three->name();
+    const std::string source = generate_source(*three);
+    EXPECT_NE(source.find("kConsumers = 3"), std::string::npos);
+    EXPECT_NE(source.find("__launch_bounds__(512, 1)"), std::string::npos);
+    EXPECT_NE(generate_source(*forward).find("__launch_bounds__(384, 1)"), std::string::npos);
+    EXPECT_TRUE(std::find(variants.begin(), variants.end(), *three) != variants.end()) << "CI does not compile " << three->name();
+    auto narrow = override_variant(*forward, "bn=128,bm=192", hopper);
+    ASSERT_TRUE(narrow.ok()) << narrow.status().to_string();
+    EXPECT_EQ(narrow->bn, 128);
+    EXPECT_EQ(narrow->bm, 192);
+    EXPECT_TRUE(std::find(variants.begin(), variants.end(), *narrow) != variants.end()) << "CI does not compile " << narrow->name();
+    auto back = override_variant(*three, "bm=128", hopper);
+    ASSERT_TRUE(back.ok()) << back.status().to_string();
+    EXPECT_EQ(back->bm, 128);
+    EXPECT_EQ(back->warps_m, 2);
+    EXPECT_EQ(back->threads(), 384);
+    auto no_overlap = override_variant(*forward, "overlap=on,bm=192", hopper);  // (two warpgroups' form only)
+    ASSERT_TRUE(no_overlap.ok()) << no_overlap.status().to_string();
+    EXPECT_FALSE(no_overlap->overlap_store);
+    EXPECT_EQ(no_overlap->bm, 192);
+    expect_rejected(*forward, {"bm=192,cluster=2", "cluster=2n,bm=192", "bm=192,split=tail", "bm=192,epilogue=tma",
+                               "bm=192,bn=256"}, "bm=192");
+    expect_rejected(*forward, {"bm=96", "bm=256", "bm="}, "RAGDOT_CUDA_VARIANT");
+    KernelVariant gathered_rows = *forward;
+    gathered_rows.gather_a = true;
+    expect_rejected(gathered_rows, {"bm=192"}, "gathered rows");
+    const auto mode2 = std::find_if(variants.begin(), variants.end(), [](const KernelVariant& k) {
+      return k.family == KernelFamily::kWgmma && k.mode == 2 && !k.strips;
+    });
+    ASSERT_NE(mode2, variants.end());
+    EXPECT_EQ(*override_variant(*mode2, "bm=192", hopper), *mode2);
+    const auto swapped = std::find_if(variants.begin(), variants.end(), [](const KernelVariant& k) { return k.swap_ab; });
+    ASSERT_NE(swapped, variants.end());
+    auto unswapped = override_variant(*swapped, "bm=192", hopper);
+    ASSERT_TRUE(unswapped.ok()) << unswapped.status().to_string();
+    EXPECT_FALSE(unswapped->swap_ab);
+    EXPECT_EQ(unswapped->bm, 192);
   }
   // n pairs load their whole B tiles: any bn
   v = override_variant(*wgmma, "cluster=2n,bn=192", hopper);

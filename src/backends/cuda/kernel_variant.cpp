@@ -157,8 +157,23 @@ bool forward_tma_store_applies(const KernelVariant& v) {
 // weights on one CTA or in pairs along n, not for K-major weights', gathered rows' or pairs along
 // m's producers (ptxas spills there).
 bool overlap_store_applies(const KernelVariant& v) {
-  return v.family == KernelFamily::kWgmma && v.mode == 1 && !v.swap_ab && !v.split_tail && !v.tma_store &&
+  return v.family == KernelFamily::kWgmma && v.mode == 1 && v.warps_m == 2 && !v.swap_ab && !v.split_tail && !v.tma_store &&
          !v.swiglu && !v.scatter_out && v.out != DType::kF32 && !v.b_k_major && !v.gather_a && !v.pairs_along_m();
+}
+// Three consumer warpgroups (kernels/ragdot/wgmma.cuh, kConsumers): the plain mode 1 tile on one
+// CTA, whole, without gathered rows or an epilogue of its own (each of those counts on two).
+bool three_consumers_apply(const KernelVariant& v) {
+  return v.family == KernelFamily::kWgmma && v.mode == 1 && !v.swap_ab && !v.gather_a && !v.swiglu &&
+         !v.scatter_out && !v.split_tail && !v.tma_store && !v.strips && v.cluster == 1 && v.bn <= 192;
+}
+// The 192-row tile of a plain mode 1 variant: three consumer warpgroups of 64 rows, at most 192
+// columns (each consumer has 152 registers: 96 accumulators, not 128), in as many stages as fit.
+KernelVariant with_192_rows(KernelVariant v, const DeviceTraits& d, std::int64_t groups = -1) {
+  v.bm = 192;
+  v.warps_m = 3;
+  v.bn = std::min(v.bn, 192);
+  v.stages = ring_stages(v, d, groups);
+  return v;
 }
 KernelVariant in_gathered_pairs(KernelVariant v) {
   v.cluster = 2;
@@ -307,7 +322,7 @@ bool strips_pay(const core::GroupGemmProblem& p, const DeviceTraits& d) {
 }  // namespace
 
 int KernelVariant::threads() const {
-  if (family == KernelFamily::kWgmma) return 384;  // producer warpgroup + two consumer warpgroups
+  if (family == KernelFamily::kWgmma) return 128 * (1 + warps_m);  // producer warpgroup + consumer warpgroups
   return family == KernelFamily::kMmaSync ? 32 * warps_m * warps_n : (bm / tm) * (bn / tn);
 }
 
@@ -346,6 +361,7 @@ std::string generate_source(const KernelVariant& v) {
     s << (v.strips ? "#include \"ragdot/wgmma_strips.cuh\"\n\n" : "#include \"ragdot/wgmma.cuh\"\n\n")
       << "struct V {\n"
       << "  static constexpr int kMode = " << v.mode << ", kBN = " << v.bn << ", kStages = " << v.stages << ";\n"
+      << "  static constexpr int kConsumers = " << v.warps_m << ";\n"
       << "  static constexpr bool kBKMajor = " << (v.b_k_major ? "true" : "false") << ";\n"
       << "  static constexpr bool kGatherA = " << (v.gather_a ? "true" : "false") << ";\n"
       << "  static constexpr int kCluster = " << v.cluster << ";\n"
@@ -364,7 +380,7 @@ std::string generate_source(const KernelVariant& v) {
       << (v.swap_ab ? swapped_instructions(v) : wgmma_instruction(v)) << "\n"
       << "extern \"C\" __global__ void "
       << (v.cluster > 1 ? "__cluster_dims__(" + std::to_string(v.cluster) + ", 1, 1) " : std::string())
-      << "__launch_bounds__(384, 1) " << kKernelEntry
+      << "__launch_bounds__(" << v.threads() << ", 1) " << kKernelEntry
       << "(const RagdotKernelParams p, const __grid_constant__ ragdot::hopper::TensorMap map_a,\n"
       << "    const __grid_constant__ ragdot::hopper::TensorMap map_b"
       << (v.tma_store ? ", const __grid_constant__ ragdot::hopper::TensorMap map_out" : "") << ") {\n"
@@ -554,9 +570,9 @@ Result<VariantSpec> parse_variant_spec(const std::string& spec) {
       continue;
     }
     // the key first: an unknown key says so whatever its value
-    if (key != "bn" && key != "stages" && key != "ctas" && key != "raster")
+    if (key != "bn" && key != "bm" && key != "stages" && key != "ctas" && key != "raster")
       return invalid_argument("RAGDOT_CUDA_VARIANT: unknown key '" + key +
-                              "' (known: bn, stages, cluster, epilogue, split, swap, strips, pingpong, overlap, order, "
+                              "' (known: bn, bm, stages, cluster, epilogue, split, swap, strips, pingpong, overlap, order, "
                               "ctas, small_groups, raster)");
     char* end = nullptr;
     const long value = std::strtol(text.c_str(), &end, 10);
@@ -564,6 +580,9 @@ Result<VariantSpec> parse_variant_spec(const std::string& spec) {
     if (key == "bn") {
       if (value < 64 || value > 256 || value % 64 != 0) return invalid_argument("RAGDOT_CUDA_VARIANT: bn must be 64, 128, 192 or 256, got " + text);
       out.bn = int(value);
+    } else if (key == "bm") {
+      if (value != 128 && value != 192) return invalid_argument("RAGDOT_CUDA_VARIANT: bm must be 128 or 192, got " + text);
+      out.bm = int(value);
     } else if (key == "stages") {
       if (value < 2 || value > 8) return invalid_argument("RAGDOT_CUDA_VARIANT: stages must be 2 to 8, got " + text);
       out.stages = int(value);
@@ -589,7 +608,8 @@ Result<KernelVariant> override_variant(const KernelVariant& v, const VariantSpec
   // A variant the planner swapped (swapped_operands_pay) given keys a swapped tile cannot take,
   // without swap=ab: those keys ask for the plain tile, as they would on any other op.
   const bool asks_plain_tile = (spec.cluster && *spec.cluster > 1) || (spec.split_tail && *spec.split_tail) ||
-                               (spec.tma_store && *spec.tma_store) || (spec.bn && *spec.bn != 256);
+                               (spec.tma_store && *spec.tma_store) || (spec.bn && *spec.bn != 256) ||
+                               (spec.bm && *spec.bm == 192);
   if (out.swap_ab && asks_plain_tile && !(spec.swap_ab && *spec.swap_ab)) out = unswapped(out, d, groups);
   // Likewise a gathered pair the planner chose, given keys that run a tile on one CTA and apply to
   // it (the TMA-store epilogue only to the plain one); cluster=2 and 4 do not ask for the pair.
@@ -702,6 +722,29 @@ Result<KernelVariant> override_variant(const KernelVariant& v, const VariantSpec
     return invalid_argument("RAGDOT_CUDA_VARIANT: " + out.name() +
                             ": the weight gradient on gathered rows runs one CTA per tile with the register "
                             "epilogue; not with cluster, strips or epilogue=tma");
+  // three consumer warpgroups: the plain mode 1 tile on one CTA; elsewhere (mode 2, the swapped
+  // tile) the key is ignored
+  if (spec.bm && out.family == KernelFamily::kWgmma && out.mode == 1 && !out.swap_ab) {
+    if (*spec.bm == 192 && out.warps_m != 3) {
+      if (out.bn > 192 && spec.bn)
+        return invalid_argument("RAGDOT_CUDA_VARIANT: bm=192 tiles are at most 192 columns wide, not bn " +
+                                std::to_string(out.bn));
+      KernelVariant three = with_192_rows(out, d, groups);
+      if (!three_consumers_apply(three))
+        return invalid_argument("RAGDOT_CUDA_VARIANT: bm=192 runs " + out.name() +
+                                "'s plain tile on one CTA; not with gathered rows, the SwiGLU or table-row "
+                                "epilogues, cluster, split or epilogue=tma");
+      out = three;
+      if (spec.stages) out.stages = *spec.stages;
+    } else if (*spec.bm == 128 && out.warps_m == 3) {
+      out.bm = 128;
+      out.warps_m = 2;
+      out.stages = spec.stages ? *spec.stages : ring_stages(out, d, groups);
+    }
+  }
+  if (out.family == KernelFamily::kWgmma && out.warps_m == 3 && !three_consumers_apply(out))
+    return invalid_argument("RAGDOT_CUDA_VARIANT: " + out.name() +
+                            ": three consumer warpgroups take the plain mode 1 tile on one CTA, at most 192 columns");
   // overlapped stores: where the variant (after the keys above) has the plain mode 1 epilogue;
   // elsewhere the key is ignored, and a variant that leaves that epilogue leaves them
   if (spec.overlap_store) out.overlap_store = *spec.overlap_store;
@@ -868,6 +911,14 @@ std::vector<KernelVariant> all_variants(const DeviceTraits& d) {
           v.cluster_along_n = kind == 1;
           out.push_back(v);
         }
+    }
+    if (is_hopper(d)) {
+      // the 192-row tile (RAGDOT_CUDA_VARIANT=bm=192): both 16-bit types, every output type, both
+      // weight layouts at 192 columns; bf16 at the narrower widths bn may ask for
+      for (DType in : {DType::kBF16, DType::kF16})
+        for (DType o : floats)
+          for (bool b_k : {false, true}) out.push_back(with_192_rows(wgmma_variant(1, in, o, b_k, 256, d), d));
+      for (int bn : {64, 128}) out.push_back(with_192_rows(wgmma_variant(1, DType::kBF16, DType::kBF16, false, bn, d), d));
     }
     if (is_hopper(d)) {
       // the last wave split along k (RAGDOT_CUDA_VARIANT=split=tail), in every mode 1 form: both

@@ -25,7 +25,7 @@ struct KernelVariant {
   bool a_k_major = true;  // lhs contiguous along k
   bool b_k_major = false; // rhs contiguous along k ([E, N, K] weights)
   int bm = 128, bn = 128, bk = 64;
-  int warps_m = 2, warps_n = 4;  // mma family
+  int warps_m = 2, warps_n = 4;  // mma family; wgmma: warps_m consumer warpgroups (3 with bm 192)
   int stages = 4;                // mma and wgmma families
   int tm = 4, tn = 4;            // simt family: outputs per thread
   bool gather_a = false;         // wgmma: A rows (mode 1: m; mode 2: k) read through an index (cp.async), not TMA
@@ -100,10 +100,12 @@ Result<KernelVariant> choose_variant(const core::GroupGemmProblem& p, const Devi
 // mix: how the wgmma family's mode 1 hands out groups, tile_order below; for the plan's launch
 // arguments), `ctas` (the persistent families' grid at most that many CTAs, a
 // multiple of the cluster size: for a GPU shared with other work, and for tests of how tiles
-// spread over few CTAs; for the plan's launch). An unknown key or a value out of range is an error that names it, so
+// spread over few CTAs; for the plan's launch), `bm` (192: the wgmma family's plain mode 1 tile
+// on three consumer warpgroups, 192 rows by at most 192 columns, bn 192 unless bn says less; one
+// CTA per tile, so not with cluster, split or epilogue=tma; 128, the default, two warpgroups). An unknown key or a value out of range is an error that names it, so
 // a typo never silently measures the default.
 struct VariantSpec {
-  std::optional<int> bn, stages, cluster;
+  std::optional<int> bn, bm, stages, cluster;
   bool cluster_along_n = false;  // with cluster 2
   std::optional<bool> tma_store;
   std::optional<bool> split_tail;
