@@ -86,6 +86,7 @@ TEST(MeasuredPlanning, CandidatesForTheMoeShapes) {
     expect_well_formed(p, kHopper, cs);
     EXPECT_TRUE(has_spec(cs, "bn=128"));
     EXPECT_TRUE(has_spec(cs, "split=tail"));
+    EXPECT_TRUE(has_spec(cs, "bm=192"));  // the 192 x 192 tile
     EXPECT_FALSE(has_spec(cs, "epilogue=tma"));  // mode 1's lost everywhere on the GPU
     EXPECT_FALSE(has_spec(cs, "swap=ab"));
     EXPECT_FALSE(has_spec(cs, "small_groups=mma"));
@@ -108,6 +109,7 @@ TEST(MeasuredPlanning, CandidatesForTheMoeShapes) {
     EXPECT_FALSE(has_spec(cs, "swap=ab")) << p.to_string();
     EXPECT_TRUE(has_spec(cs, "swap=off")) << p.to_string();
     EXPECT_TRUE(has_spec(cs, "split=tail")) << p.to_string();
+    EXPECT_FALSE(has_spec(cs, "bm=192")) << p.to_string();  // groups of ~128 rows
   }
   // decode (4 rows per expert): swapped operands and the mma.sync family's 64-row tile
   {
@@ -116,6 +118,7 @@ TEST(MeasuredPlanning, CandidatesForTheMoeShapes) {
     expect_well_formed(p, kHopper, cs);
     EXPECT_TRUE(has_spec(cs, "swap=ab"));
     EXPECT_TRUE(has_spec(cs, "small_groups=mma"));
+    EXPECT_FALSE(has_spec(cs, "bm=192"));
   }
   // the weight gradient, 16-bit and f32 outputs: strips (where compiled; with groups of 128 rows
   // the planner's own choice, and then the plain kernel instead, at both tile widths) and, for

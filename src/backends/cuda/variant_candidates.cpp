@@ -37,6 +37,10 @@ std::vector<Candidate> candidate_variants(const core::GroupGemmProblem& p, const
     if (chosen.swap_ab) specs.push_back("swap=off");
     else if (plain && p.m / groups <= kSwapRowsPerGroup) specs.push_back("swap=ab");
     specs.push_back("split=tail");
+    // the other of two and three consumer warpgroups (the 192 x 192 tile), for groups that fill a
+    // 192-row tile at least: smaller ones' tiles multiply mostly rows past their group's end
+    if (!chosen.gather_a && !chosen.swiglu && !chosen.scatter_out && !chosen.swap_ab && p.m / groups >= 192)
+      specs.push_back(chosen.warps_m == 3 ? "bm=128" : "bm=192");
     // gathered rows: the other of one CTA per tile and CTA pairs along n
     if (chosen.gather_a) specs.push_back(chosen.cluster > 1 ? "cluster=1" : "cluster=2n");
     // (not the TMA-store epilogue: on an H200 it lost to the register stores on every benchmark
