@@ -6,6 +6,7 @@
 // peers (bench/gpu_peers.py) time exactly the same problems.
 //
 //   gpu_bench --json FILE [--reps N] [--only SUBSTRING] [--skew S] [--quick] [--sweep "bn=128;bn=256,stages=3"] [--no-peers]
+//             [--hold SECONDS]
 //
 // --sweep times the cuda backend again under each RAGDOT_CUDA_VARIANT override (';'-separated;
 // "measure" stands for a measured plan, PlanningEffort::kMeasure with the case's group sizes),
@@ -13,6 +14,10 @@
 // the A/B is not confounded by clocks drifting between runs. --no-peers leaves out everything but
 // ragdot's cuda backend and the dense roof (for sweeps and profiles). --skew S keeps only the cases
 // of that router skew (0 or 1.2), so that a profiler's launch count picks one case's kernels.
+// --hold S then runs ragdot's kernel (the planner's, or RAGDOT_CUDA_VARIANT's) and the dense roof
+// back to back for S seconds each and records their wall-clock windows, for the board's power and
+// clocks read from outside over those windows (scripts/gpu_power.sh, bench/gpu_power.py): in
+// sustained runs a Hopper GPU sits at its power cap, and time then follows energy per operation.
 #include <cublas_v2.h>
 
 #include <algorithm>
@@ -146,6 +151,37 @@ std::pair<double, double> time_alternating(CUstream s, int reps, F&& a, G&& b, i
   return {median(ta), median(tb)};
 }
 
+// A kernel run back to back for a while, for the power and clocks read from outside over its
+// wall-clock window (seconds since the epoch); ms: its mean time per run there.
+struct Hold {
+  double start = 0, end = 0, ms = -1;
+};
+// Runs `fn` back to back for a warm-up second, then for `seconds` timed: queued twenty at a time,
+// so the GPU idles only for a launch's latency between batches, and the board's power and clocks
+// settle where a sustained load holds them.
+template <class F>
+Hold hold_for(CUstream s, double seconds, F&& fn) {
+  using clock = std::chrono::steady_clock;
+  auto since = [](clock::time_point t) { return std::chrono::duration<double>(clock::now() - t).count(); };
+  auto batch = [&] {
+    for (int i = 0; i < 20; ++i) fn();
+    CU(D->cuStreamSynchronize(s));
+  };
+  for (const auto warm = clock::now(); since(warm) < 1.0;) batch();
+  Hold h;
+  h.start = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  const auto t0 = clock::now();
+  long runs = 0;
+  do {
+    batch();
+    runs += 20;
+  } while (since(t0) < seconds);
+  const double elapsed = since(t0);
+  h.end = h.start + elapsed;
+  h.ms = elapsed * 1e3 / double(runs);
+  return h;
+}
+
 // Another ragdot backend on the same operands: its execute time (CUDA events, as every timing here)
 // and, for backends that bridge group sizes to the host, that bridge's host time measured apart
 // (median over runs that each start on an idle stream, so no queued GEMM is waited for).
@@ -221,6 +257,7 @@ int main(int argc, char** argv) {
   std::string json_path = "gpu_bench.json", only;
   int reps = 20;
   double only_skew = -1.0;  // (< 0: every skew)
+  double hold_seconds = 0;  // --hold
   bool quick = false, peers = true;
   std::vector<std::string> sweep;
   for (int i = 1; i < argc; ++i) {
@@ -231,6 +268,7 @@ int main(int argc, char** argv) {
     else if (a == "--skew" && i + 1 < argc) only_skew = std::atof(argv[++i]);
     else if (a == "--quick") quick = true;
     else if (a == "--no-peers") peers = false;
+    else if (a == "--hold" && i + 1 < argc) hold_seconds = std::atof(argv[++i]);
     else if (a == "--sweep" && i + 1 < argc) {
       const std::string list = argv[++i];
       for (std::size_t at = 0; at <= list.size();) {
@@ -239,7 +277,8 @@ int main(int argc, char** argv) {
         at = end + 1;
       }
     } else {
-      std::fprintf(stderr, "usage: gpu_bench [--json FILE] [--reps N] [--only SUBSTRING] [--skew S] [--quick] [--sweep SPECS] [--no-peers]\n");
+      std::fprintf(stderr, "usage: gpu_bench [--json FILE] [--reps N] [--only SUBSTRING] [--skew S] [--quick] [--sweep SPECS] "
+                           "[--no-peers] [--hold SECONDS]\n");
       return 2;
     }
   }
@@ -420,6 +459,25 @@ int main(int argc, char** argv) {
                     ", \"variant\": \"" + json_escape(t.variant) + "\", \"error\": \"" + json_escape(t.error) + "\"}";
     }
 
+    // --hold: ragdot's kernel and the dense roof back to back, each for a while (see Hold)
+    std::string hold_json;
+    if (hold_seconds > 0) {
+      std::vector<std::pair<const char*, std::function<void()>>> held = {{"ragdot", run_ragdot}};
+      if (bc.mode == 1) held.push_back({"dense_roof", run_dense});
+      for (const auto& [name, fn] : held) {
+        const Hold h = hold_for(stream, hold_seconds, fn);
+        std::fprintf(stderr, "  hold %-10s %8.3f ms a run over %.1f s, from %.3f\n", name, h.ms, h.end - h.start, h.start);
+        char item[256];
+        std::snprintf(item, sizeof item, "%s{\"name\": \"%s\", \"start\": %.3f, \"end\": %.3f, \"ms\": %.5f}",
+                      hold_json.empty() ? "" : ", ", name, h.start, h.end, h.ms);
+        hold_json += item;
+      }
+      if (!st.is_ok()) {
+        record_failure("execute", st.to_string());
+        continue;
+      }
+    }
+
     // ragdot with the weights stored [E, N, K], PyTorch's layout (nn.Linear's [out, in]; the
     // torch._grouped_mm peer gets it too): the same bytes read as that layout, for the time only
     BackendTiming nk_t;
@@ -520,14 +578,15 @@ int main(int argc, char** argv) {
                      "\"variants\": {\"ragdot_cublas\": \"%s\", \"ragdot_padded_gpu\": \"%s\", "
                      "\"ragdot_weights_nk\": \"%s\"}, "
                      "\"errors\": {\"ragdot_cublas\": \"%s\", \"ragdot_padded_gpu\": \"%s\"}, \"sweep\": [%s], "
-                     "\"group_sizes\": [",
+                     "\"hold\": [%s], \"group_sizes\": [",
                  first_case ? "" : ",\n", bc.name.c_str(), bc.preset.c_str(), (long long)bc.tokens, bc.gemm.c_str(),
                  bc.mode, bc.skew, (long long)M, (long long)K, (long long)N, (long long)E, (long long)active,
                  (long long)max_rows, flops, bytes, json_escape(plan->variant()).c_str(), plan_first_ms, plan_disk_ms,
                  plan_mem_ms, ragdot_ms, dense_ms, loop_ms, grouped_ms, cublas_t.ms, padded_t.ms, nk_t.ms,
                  cublas_t.bridge_ms, padded_t.bridge_ms, json_escape(cublas_t.variant).c_str(),
                  json_escape(padded_t.variant).c_str(), json_escape(nk_t.variant).c_str(),
-                 json_escape(cublas_t.error).c_str(), json_escape(padded_t.error).c_str(), sweep_json.c_str());
+                 json_escape(cublas_t.error).c_str(), json_escape(padded_t.error).c_str(), sweep_json.c_str(),
+                 hold_json.c_str());
     for (std::size_t i = 0; i < sizes.size(); ++i) std::fprintf(js, "%s%lld", i ? ", " : "", (long long)sizes[i]);
     std::fprintf(js, "]}");
     close_for_now();
