@@ -5,7 +5,7 @@
 #
 #   OUT=/some/dir scripts/gpu_check.sh [--no-tests] [--no-sanitizer] [--no-bench] [--quick] [--python]
 #                                      [--skip REGEX] [--only REGEX] [--sweep SPECS] [--no-peers]
-#                                      [--torch-peers] [--bench-limit SECONDS] [--jobs N]
+#                                      [--torch-peers] [--bench-limit SECONDS] [--jobs N] [--power]
 #
 # --jobs N runs N GPU tests side by side (default 1), each in its own process with twice its time
 # limit; a kind's small tests, which gate its others, all finish before any gated test starts.
@@ -34,12 +34,16 @@
 # cluster=4;raster=25600;epilogue=tma;epilogue=tma,bn=192;bn=128" (CTA pairs along m and along n,
 # 2 x 2 clusters, a large group's tiles in blocks whose rows fit in 25 MiB of L2, the TMA-store
 # epilogue of both modes, at bn 192 too, 128-wide tiles).
+# --power adds, after the benchmark, the board's power, clocks and joules per run of the planner's
+# kernel, its opt-in neighbours and the dense roof, each held back to back for seconds
+# (scripts/gpu_power.sh on mixtral's and qwen3's up projections: power_table.md): sustained runs
+# sit at the power cap, where time follows energy per operation.
 # --python adds, after everything else, the Python bindings' GPU tests and MoE step benchmark
 # (scripts/gpu_python.sh; needs nanobind, jax with CUDA, and PyTorch or CuPy installed there).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . scripts/gpu_log.sh log.txt
-bench_limit=400 parallel=1 run_tests=1 run_bench=1 run_sanitizer=1 run_python=0 quick="" skip='^$' only='.*' peers=1 sweep='swap=off;order=mix;split=tail;strips=on;strips=off;measure'
+bench_limit=400 parallel=1 run_tests=1 run_bench=1 run_sanitizer=1 run_python=0 run_power=0 quick="" skip='^$' only='.*' peers=1 sweep='swap=off;order=mix;split=tail;strips=on;strips=off;measure'
 while [ $# -gt 0 ]; do
   a=$1
   shift
@@ -56,6 +60,7 @@ while [ $# -gt 0 ]; do
     --no-sanitizer) run_sanitizer=0 ;;
     --quick) quick="--quick" ;;
     --python) run_python=1 ;;
+    --power) run_power=1 ;;
   esac
 done
 say "date $(date -u '+%F %T') commit $(cat .devbin/commit 2>/dev/null | tr '\n' ' ')"
@@ -270,6 +275,15 @@ if [ $run_tests = 1 ] && [ $run_sanitizer = 1 ]; then
     "$OUT"/sanitizer_cublas_*.txt "$OUT"/sanitizer_moe_*.txt
 fi
 
+# ---- optional: power, clocks and joules per run under a sustained load (--power) ----
+if [ $run_power = 1 ]; then
+  say "power under a sustained load (scripts/gpu_power.sh)"
+  for c in "mixtral prefill up" "qwen3 prefill up"; do
+    OUT=/tmp/ragdot-power scripts/gpu_power.sh --only "$c" --specs ";cluster=2n;bm=192" 2>> "$LOG" >> "$OUT/power_table.md"
+    echo "power $c exit $?" >> "$LOG"
+  done
+fi
+
 # ---- optional: the Python bindings (--python) ----
 if [ $run_python = 1 ]; then
   say "Python bindings (scripts/gpu_python.sh)"
@@ -279,7 +293,7 @@ fi
 # a few files to read first, the rest in one archive
 details=()
 for f in "$OUT"/*; do
-  case ${f##*/} in log.txt | gpu_table.md | gpu_results.json | sanitizer.txt | details.tgz) ;; *) [ -e "$f" ] && details+=("${f##*/}") ;; esac
+  case ${f##*/} in log.txt | gpu_table.md | gpu_results.json | sanitizer.txt | power_table.md | details.tgz) ;; *) [ -e "$f" ] && details+=("${f##*/}") ;; esac
 done
 [ ${#details[@]} -gt 0 ] && tar czf "$OUT/details.tgz" -C "$OUT" "${details[@]}" && (cd "$OUT" && rm -rf "${details[@]}")
 say "done"
