@@ -1,8 +1,9 @@
 // Hopper family (sm_90a): warp-specialized, persistent. One producer warp issues TMA loads of the
 // A tile (one 2-D tensor map over the whole lhs) and the B tile (one 3-D tensor map over the whole
 // rhs, whose third coordinate is the group) into a ring of shared-memory stages that complete on
-// mbarriers; two consumer warpgroups issue wgmma on them (each owns 64 rows of the BM=128 tile;
-// with swapped operands, below, 128 of its columns) and store straight from the accumulators.
+// mbarriers; two consumer warpgroups (three for the 192-row tile, below) issue wgmma on them (each
+// owns 64 rows of the BM=128 tile; with swapped operands, below, 128 of its columns) and store
+// straight from the accumulators.
 // The producer runs ahead across tiles, so the next tile's loads overlap the current tile's
 // epilogue. setmaxnreg moves registers from the producer to the consumers.
 //

@@ -60,10 +60,10 @@ KernelVariant mma_variant(int mode, DType in, DType out, bool a_k, bool b_k, boo
   return v;
 }
 
-// Hopper: BM = 128 (two consumer warpgroups of 64 rows; 160 token rows with swapped operands),
-// BK = 64 (one 128-byte swizzle row). Stage count: the deepest ring that fits beside the largest
-// scheduler table, the 1 KiB alignment pad and the kernel's static shared memory (the device's
-// per-block limit counts both kinds).
+// Hopper: BM = 128 (two consumer warpgroups of 64 rows; 160 token rows with swapped operands; 192 on
+// three warpgroups with bm=192), BK = 64 (one 128-byte swizzle row). Stage count: the deepest ring
+// that fits beside the largest scheduler table, the 1 KiB alignment pad and the kernel's static
+// shared memory (the device's per-block limit counts both kinds).
 std::int64_t wgmma_stage_bytes(int bn, int bm = 128) { return std::int64_t(bm + bn) * 64 * 2; }
 // The TMA-store epilogue's staging area (kernels/ragdot/wgmma.cuh: kStagingBytes): two
 // warpgroups x two buffers x a box of 64 rows of 16-bit outputs, 64 columns wide in mode 2 and 32

@@ -15,7 +15,7 @@ namespace ragdot::cuda {
 enum class KernelFamily : std::uint8_t {
   kMmaSync,  // tensor cores through mma.sync + cp.async + ldmatrix; sm_80 and up; 16-bit inputs
   kSimt,     // CUDA-core FMA; any dtypes and strides (f32 inputs keep exact f32 products)
-  kWgmma,    // Hopper (sm_90a): TMA + mbarrier ring, producer warp, two wgmma consumer warpgroups
+  kWgmma,    // Hopper (sm_90a): TMA + mbarrier ring, producer warp, two (or three) wgmma consumer warpgroups
 };
 
 struct KernelVariant {
