@@ -610,15 +610,15 @@ struct Kernel {
       }
     }
   }
-  // A's 64-row box `half` (0: rows m0.., 1: rows m0 + 64.., 2: rows m0 + 128..) for one stage: with n pairs, the CTA
-  // of columns rn = `half` loads it into itself and its A sharer, the other nothing.
-  static __device__ __forceinline__ void load_a_half(u32 a_dst, const TensorMap* map_a, u32 full, int m0, int k0,
-                                                     int half, u32 rank) {
-    const u32 dst = a_dst + half * (64 * 128);
+  // A's 64-row box `box` (rows m0 + 64 box.., one per consumer warpgroup) for one stage: with n
+  // pairs, the CTA of columns rn = `box` loads it into itself and its A sharer, the other nothing.
+  static __device__ __forceinline__ void load_a_box(u32 a_dst, const TensorMap* map_a, u32 full, int m0, int k0,
+                                                    int box, u32 rank) {
+    const u32 dst = a_dst + box * (64 * 128);
     // mode 1: dims (k, m); mode 2: dims (m, k)
-    const int c0 = V::kMode == 2 ? m0 + 64 * half : k0, c1 = V::kMode == 2 ? k0 : m0 + 64 * half;
+    const int c0 = V::kMode == 2 ? m0 + 64 * box : k0, c1 = V::kMode == 2 ? k0 : m0 + 64 * box;
     if constexpr (!kPairN) tma_load_2d(dst, map_a, full, c0, c1);
-    else if ((int)rank_n(rank) == half)
+    else if ((int)rank_n(rank) == box)
       tma_load_2d_multicast(dst, map_a, full, c0, c1, (u16)((1u << rank) | (1u << a_sharer(rank))));
   }
 
@@ -677,8 +677,8 @@ struct Kernel {
         if (V::kMode == 2) {
           // lhs rows are k, columns m: two boxes of 64 m x 64 k, one per consumer warpgroup;
           // rhs rows are k, columns n (a single "group" in the map)
-          if (a_lower) load_a_half(a_dst, map_a, full, m0, k0, 0, rank);
-          if (a_upper) load_a_half(a_dst, map_a, full, m0, k0, 1, rank);
+          if (a_lower) load_a_box(a_dst, map_a, full, m0, k0, 0, rank);
+          if (a_upper) load_a_box(a_dst, map_a, full, m0, k0, 1, rank);
           if (has_cols) load_b(b_dst, map_b, full, n0, k0, 0, rank, 0);
           continue;
         }
@@ -689,9 +689,9 @@ struct Kernel {
           load_b(b_dst, map_b, full, n0, k0, group, rank, half_n);
           continue;
         }
-        if (a_lower) load_a_half(a_dst, map_a, full, m0, k0, 0, rank);
-        if (a_upper) load_a_half(a_dst, map_a, full, m0, k0, 1, rank);
-        if (a_third) load_a_half(a_dst, map_a, full, m0, k0, 2, rank);
+        if (a_lower) load_a_box(a_dst, map_a, full, m0, k0, 0, rank);
+        if (a_upper) load_a_box(a_dst, map_a, full, m0, k0, 1, rank);
+        if (a_third) load_a_box(a_dst, map_a, full, m0, k0, 2, rank);
         if (has_cols) load_b(b_dst, map_b, full, n0, k0, group, rank, half_n, b_shared);
       }
     }

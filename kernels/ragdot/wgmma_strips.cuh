@@ -159,8 +159,8 @@ struct Strips {
           const u32 a = ia + (u32)kt, full = full_a(a), dst = a_ring + (a % kAStages) * kABytes;
           mbar_wait(empty_a(a), ((a / kAStages) & 1) ^ 1);
           mbar_expect_tx(full, kABytes);
-          K::load_a_half(dst, map_a, full, m0, w.k_begin + kt * kBK, 0, 0);
-          K::load_a_half(dst, map_a, full, m0, w.k_begin + kt * kBK, 1, 0);
+          K::load_a_box(dst, map_a, full, m0, w.k_begin + kt * kBK, 0, 0);
+          K::load_a_box(dst, map_a, full, m0, w.k_begin + kt * kBK, 1, 0);
         };
         auto load_b = [&](int kt) {
           const u32 b = ib + (u32)kt;

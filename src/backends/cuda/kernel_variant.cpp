@@ -729,12 +729,7 @@ Result<KernelVariant> override_variant(const KernelVariant& v, const VariantSpec
       if (out.bn > 192 && spec.bn)
         return invalid_argument("RAGDOT_CUDA_VARIANT: bm=192 tiles are at most 192 columns wide, not bn " +
                                 std::to_string(out.bn));
-      KernelVariant three = with_192_rows(out, d, groups);
-      if (!three_consumers_apply(three))
-        return invalid_argument("RAGDOT_CUDA_VARIANT: bm=192 runs " + out.name() +
-                                "'s plain tile on one CTA; not with gathered rows, the SwiGLU or table-row "
-                                "epilogues, cluster, split or epilogue=tma");
-      out = three;
+      out = with_192_rows(out, d, groups);
       if (spec.stages) out.stages = *spec.stages;
     } else if (*spec.bm == 128 && out.warps_m == 3) {
       out.bm = 128;
@@ -742,9 +737,12 @@ Result<KernelVariant> override_variant(const KernelVariant& v, const VariantSpec
       out.stages = spec.stages ? *spec.stages : ring_stages(out, d, groups);
     }
   }
+  // (whatever keys made it: a 192-row variant must be one the kernel has)
   if (out.family == KernelFamily::kWgmma && out.warps_m == 3 && !three_consumers_apply(out))
     return invalid_argument("RAGDOT_CUDA_VARIANT: " + out.name() +
-                            ": three consumer warpgroups take the plain mode 1 tile on one CTA, at most 192 columns");
+                            ": bm=192 (three consumer warpgroups) takes the plain mode 1 tile on one CTA, at most 192 "
+                            "columns; not with gathered rows, the SwiGLU or table-row epilogues, cluster, split or "
+                            "epilogue=tma");
   // overlapped stores: where the variant (after the keys above) has the plain mode 1 epilogue;
   // elsewhere the key is ignored, and a variant that leaves that epilogue leaves them
   if (spec.overlap_store) out.overlap_store = *spec.overlap_store;
