@@ -97,7 +97,7 @@ if [ $run_tests = 1 ]; then
       *HopperGatheredWeightGradient) echo CudaBackend.HopperGatheredWeightGradientSmall ;;
       *ClusterPairsAlong*) echo "${1/ClusterPairs/ClusterPairsSmall}" ;;
       *HopperSplitTail | *HopperSplitTailCountsItsPieces) echo CudaBackend.HopperSplitTailSmall ;;
-      *HopperSwappedOperands | *HopperWeightGradientStrips | *HopperWeightGradientTurns | *HopperForwardTmaStore | \
+      *HopperSwappedOperands | *HopperSwappedPairs | *HopperWeightGradientStrips | *HopperWeightGradientTurns | *HopperForwardTmaStore | \
         *HopperMixedOrder | *HopperOverlappedStores | *HopperThreeConsumers) echo "${1}Small" ;;
       *HopperSwappedByDefault) echo CudaBackend.HopperSwappedOperandsSmall ;;
       # measured plans time every kind of candidate: only once each kind's small cases passed
@@ -108,7 +108,7 @@ if [ $run_tests = 1 ]; then
   limit_of() {
     case $1 in
       *HopperSplitTail | *HopperWeightGradientStrips | *HopperGatheredRows* | *MeasuredPlans*) echo 300 ;;
-      *ClusterPairsSmall* | *SplitTailSmall | *SwappedOperandsSmall | *WeightGradientStripsSmall | \
+      *ClusterPairsSmall* | *SplitTailSmall | *SwappedOperandsSmall | *SwappedPairsSmall | *WeightGradientStripsSmall | \
         *WeightGradientTurnsSmall | *MixedOrderSmall | *GatheredWeightGradientSmall | *OverlappedStoresSmall | \
         *ThreeConsumersSmall) echo 60 ;;
       *) echo 150 ;;
@@ -176,7 +176,7 @@ if [ $run_bench = 1 ]; then
     for axis in ClusterPairsAlongM:cluster=2 ClusterPairsAlongN:cluster=2n ClusterPairsAlongMN:cluster=4 \
                 WeightGradientTmaStore:epilogue=tma ForwardTmaStore:epilogue=tma SplitTail:split=tail 'SwappedOperands:swap=[a-z]+' \
                 WeightGradientStrips:strips=on WeightGradientTurns:pingpong=on 'MixedOrder:order=[a-z]+' \
-                OverlappedStores:overlap=on ThreeConsumers:bm=192; do
+                OverlappedStores:overlap=on ThreeConsumers:bm=192 SwappedPairs:swap=ab,cluster=2; do
       name=Hopper${axis%%:*}
       small_name=${name/ClusterPairs/ClusterPairsSmall}
       [ "$small_name" = "$name" ] && small_name=${name}Small
@@ -235,7 +235,7 @@ if [ $run_tests = 1 ] && [ $run_sanitizer = 1 ]; then
   done
   # the TMA-store, SwiGLU and scatter epilogues and split tiles, likewise once their matrices passed
   for small in HopperWeightGradientTmaStore HopperForwardTmaStore HopperSwigluEpilogue HopperScatterAddRows \
-               HopperSplitTail HopperSwappedOperands HopperWeightGradientStrips HopperMixedOrder HopperGatheredRows \
+               HopperSplitTail HopperSwappedOperands HopperSwappedPairs HopperWeightGradientStrips HopperMixedOrder HopperGatheredRows \
                HopperGatheredWeightGradient; do
     if [ -z "${RAGDOT_SANITIZE_FILTER:-}" ] && grep -q "$small exit 0" "$OUT/gpu_tests.txt"; then
       filter="$filter:CudaBackend.${small}Small"

@@ -100,7 +100,9 @@
 // (its B: the token rows, K-major, loaded in TMA boxes of 32 rows), rounded up to 16. Each N has a
 // k loop of its own (a choice of instruction inside the loop makes ptxas serialize the pipeline).
 // The epilogue turns each 8 x 8 block of the accumulators back with movmatrix.trans. A group of up
-// to 160 rows reads its weight tile once and multiplies at most 15 rows for nothing.
+// to 160 rows reads its weight tile once and multiplies at most 15 rows for nothing. In m pairs
+// (kCluster = 2) the pair's two tiles, consecutive in the groups' order, share the weight tile
+// when they lie in one group (a large group's), as the plain tile's m pairs share B.
 //
 // The generated prelude defines `struct V` with kMode, kBN, kConsumers, kStages, kBKMajor, kGatherA, kCluster,
 // kClusterAlongN, kTmaStore, kSwiglu, kScatterOut, kSplitTail, kSwapAB, kStrips (wgmma_strips.cuh's
@@ -365,10 +367,10 @@ struct Kernel {
   static_assert(!V::kScatterOut || (V::kMode == 1 && !V::kTmaStore && !V::kSwiglu),
                 "rows added into a table: mode 1, an epilogue of its own");
   static_assert(!V::kSplitTail || (V::kMode == 1 && V::kCluster == 1), "split tiles: mode 1, one CTA per tile");
-  static_assert(!kSwap || (V::kMode == 1 && kBN == 256 && V::kCluster == 1 && !V::kGatherA && !V::kSwiglu &&
-                           !V::kScatterOut && !V::kTmaStore && !V::kSplitTail &&
+  static_assert(!kSwap || (V::kMode == 1 && kBN == 256 && (V::kCluster == 1 || (kCluster == 2 && kPairM)) &&
+                           !V::kGatherA && !V::kSwiglu && !V::kScatterOut && !V::kTmaStore && !V::kSplitTail &&
                            sizeof(typename Storage<typename V::Out>::type) == 2),
-                "swapped operands: plain mode 1, 256 columns, one CTA per tile, 16-bit outputs");
+                "swapped operands: plain mode 1, 256 columns, one CTA per tile or m pairs, 16-bit outputs");
   static constexpr bool kOverlap = V::kOverlapStore;
   static_assert(!kOverlap || (V::kMode == 1 && !kSwap && !V::kSplitTail && !V::kTmaStore && !V::kScatterOut &&
                               !V::kSwiglu && sizeof(typename Storage<typename V::Out>::type) == 2),
@@ -686,7 +688,7 @@ struct Kernel {
 #pragma unroll 1
           for (int box = 0; box < a_boxes; ++box)
             tma_load_2d(a_dst + box * (kSwapBox * 128), map_a, full, k0, m0 + box * kSwapBox);
-          load_b(b_dst, map_b, full, n0, k0, group, rank, half_n);
+          load_b(b_dst, map_b, full, n0, k0, group, rank, half_n, b_shared);
           continue;
         }
         if (a_lower) load_a_box(a_dst, map_a, full, m0, k0, 0, rank);
@@ -1346,8 +1348,8 @@ struct Kernel {
         // Mode 2: both warpgroups take every k tile, since they zero its tail together, unless the
         // CTA has no rows at all (an m pair's rank past m). Pairs: nothing to do without columns.
         // Swapped operands: every row is both warpgroups' (each has its 128 of the tile's
-        // columns), unless its columns lie past n.
-        const bool nothing_here = kSwap ? tile.n0 + wg * (kBN / 2) >= p.n
+        // columns), unless its columns lie past n or an m pair's CTA has no rows.
+        const bool nothing_here = kSwap ? tile.n0 + wg * (kBN / 2) >= p.n || (kPairM && cta_rows <= 0)
                                         : (V::kMode == 1 ? rows_here <= 0 : kPairM && cta_rows <= 0) || !cta_cols;
         idle = nothing_here || kt_begin == kt_end;
         if constexpr (kSwap) n_rows = (int)ceil_div(cta_rows, (i64)kSwapStep) * kSwapStep;

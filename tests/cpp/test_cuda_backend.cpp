@@ -830,28 +830,57 @@ bool expect_many_groups_and_f32(const Shape& many, const Shape& f32_shape, const
 // past a multiple of it (the second warpgroup without columns), both weight layouts, both 16-bit
 // types; three runs each, bitwise the same, and every case planned swapped. `small`: one shape,
 // two patterns (for compute-sanitizer).
-void check_swapped_operands(bool small) {
+// `pairs`: the same in CTA pairs along m (swap=ab,cluster=2), every case planned so, plus skewed
+// groups whose consecutive tiles pair inside a group (sharing the weight tile) and across groups
+// (sharing nothing), a pair whose second CTA has no rows, and a grid of two pairs that runs
+// many tiles each.
+void check_swapped_operands(bool small, bool pairs = false) {
   const std::vector<Shape> shapes = small ? std::vector<Shape>{{500, 128, 264, 4}}
                                           : std::vector<Shape>{{1000, 192, 320, 4}, {777, 136, 264, 3},
                                                                {600, 64, 520, 2},   {300, 128, 136, 8},
                                                                {40, 256, 264, 6},   {2000, 64, 256, 3},
                                                                {777, 136, 328, 3}};
   const std::vector<GroupPattern> patterns = epilogue_patterns(small);
-  ScopedVariant swap("swap=ab");
-  workloads::SplitMix64 rng(89);
-  std::uint64_t seed = 19000;
+  const std::string spec = pairs ? "swap=ab,cluster=2" : "swap=ab";
+  ScopedVariant swap(spec);
+  workloads::SplitMix64 rng(pairs ? 97 : 89);
+  std::uint64_t seed = pairs ? 19500 : 19000;
   int cases = 0, swapped = 0;
+  auto planned_swapped = [&](const std::string& plan) {
+    return plan.find("swapAB") != std::string::npos && (!pairs || plan.find("cluster2 ") != std::string::npos);
+  };
   for (DType dt : {DType::kBF16, DType::kF16}) {
     for (bool nk : small ? std::vector<bool>{false} : std::vector<bool>{false, true}) {
       for (const Shape& sh : shapes) {
         for (GroupPattern pat : patterns) {
           verify::Case c = mode1_case(sh, verify::make_group_sizes(pat, sh.g, sh.m, rng), dt, dt, nk);
-          c.description += std::string(" swap=ab ") + verify::group_pattern_name(pat);
+          c.description += " " + spec + " " + verify::group_pattern_name(pat);
           ++cases;
-          swapped += expect_cuda_pass(c, seed++, false, /*repeats=*/3).find("swapAB") != std::string::npos;
+          swapped += planned_swapped(expect_cuda_pass(c, seed++, false, /*repeats=*/3));
         }
       }
     }
+  }
+  if (pairs) {
+    // 700 rows: five tiles, two pairs inside the group and a fifth paired with the next group's
+    // tile; 330 rows: three tiles, the second and third (160 and 10 rows) a pair; 17 tiles in
+    // all, so the last pair's second CTA has no rows; 520 columns: the third column tile's second
+    // warpgroup past n; 59 rows past the groups, which the pairs write as zeros
+    const std::vector<std::int64_t> skewed = {700, 0, 1, 17, 40, 90, 3, 160, 330, 161, 5};
+    std::int64_t m = 0;
+    for (std::int64_t r : skewed) m += r;
+    for (bool nk : {false, true}) {
+      const DType dt = nk ? DType::kF16 : DType::kBF16;
+      verify::Case c = mode1_case({m + 59, 128, 520, std::int64_t(skewed.size())}, skewed, dt, dt, nk);
+      c.description += " " + spec + " skewed";
+      ++cases;
+      swapped += planned_swapped(expect_cuda_pass(c, seed++, false, /*repeats=*/3));
+    }
+    ScopedVariant few(spec + ",ctas=4");
+    verify::Case c = mode1_case({m + 59, 192, 520, std::int64_t(skewed.size())}, skewed, DType::kBF16, DType::kBF16, false);
+    c.description += " " + spec + ",ctas=4 skewed";
+    ++cases;
+    swapped += planned_swapped(expect_cuda_pass(c, seed++, false, /*repeats=*/3));
   }
   if (!small) {
     // every row count of one tile, in one group each: every instruction's N (16 to 160), each row
@@ -864,16 +893,16 @@ void check_swapped_operands(bool small) {
     for (bool nk : {false, true}) {
       const DType dt = nk ? DType::kF16 : DType::kBF16;
       verify::Case c = mode1_case({m + 5, 192, 200, std::int64_t(sizes.size())}, sizes, dt, dt, nk);
-      c.description += " swap=ab groups of 1 to 170 rows";
+      c.description += " " + spec + " groups of 1 to 170 rows";
       ++cases;
-      swapped += expect_cuda_pass(c, seed++, false, /*repeats=*/3).find("swapAB") != std::string::npos;
+      swapped += planned_swapped(expect_cuda_pass(c, seed++, false, /*repeats=*/3));
     }
     // 3000 groups: a scheduler table that leaves room for three stages, not four (the cases above
     // have four)
     ++cases;
-    swapped += expect_many_groups_and_f32({1000, 64, 8, 3000}, shapes[0], "swapAB", rng, seed);
+    swapped += expect_many_groups_and_f32({1000, 64, 8, 3000}, shapes[0], pairs ? "cluster2 swapAB" : "swapAB", rng, seed);
   }
-  EXPECT_EQ(swapped, cases) << "a case was not planned with swapped operands";
+  EXPECT_EQ(swapped, cases) << "a case was not planned with swapped operands" << (pairs ? " in CTA pairs" : "");
 }
 
 TEST(CudaBackend, HopperSwappedOperandsSmall) {
@@ -886,6 +915,18 @@ TEST(CudaBackend, HopperSwappedOperands) {
   REQUIRE_GPU();
   if (!device_is_hopper()) GTEST_SKIP() << "swapped operands are the Hopper family's";
   check_swapped_operands(false);
+}
+
+TEST(CudaBackend, HopperSwappedPairsSmall) {
+  REQUIRE_GPU();
+  if (!device_is_hopper()) GTEST_SKIP() << "swapped operands are the Hopper family's";
+  check_swapped_operands(true, /*pairs=*/true);
+}
+
+TEST(CudaBackend, HopperSwappedPairs) {
+  REQUIRE_GPU();
+  if (!device_is_hopper()) GTEST_SKIP() << "swapped operands are the Hopper family's";
+  check_swapped_operands(false, /*pairs=*/true);
 }
 
 // Group sizes like a skewed router's (kernels/ragdot/tile_order.h): a few groups of many rows and

@@ -535,7 +535,8 @@ TEST(CudaCodegen, VariantOverrideChangesTheTileOrSaysWhatIsWrong) {
   EXPECT_FALSE(override_variant(*mode2, "split=tail", hopper)->split_tail);  // mode 2: ignored
   EXPECT_EQ(*override_variant(*simt, "split=tail", hopper), *simt);
   // swap=ab: the wgmma family's plain mode 1 with 16-bit outputs: 160 token rows by 256 columns,
-  // an instruction pair per N; elsewhere ignored, and no combination with clusters or split tiles
+  // an instruction pair per N; elsewhere ignored; in CTA pairs along m only (cluster=2), not with
+  // split tiles
   const auto plain16 = std::find_if(variants.begin(), variants.end(), [](const KernelVariant& k) {
     return k.family == KernelFamily::kWgmma && k.mode == 1 && k.out == DType::kBF16 && k.bn == 256 && !k.gather_a &&
            !k.swiglu && !k.scatter_out && !k.split_tail && !k.swap_ab && k.cluster == 1;
@@ -567,7 +568,26 @@ TEST(CudaCodegen, VariantOverrideChangesTheTileOrSaysWhatIsWrong) {
   KernelVariant f32_mode1 = *plain16;
   f32_mode1.out = DType::kF32;
   EXPECT_FALSE(override_variant(f32_mode1, "swap=ab", hopper)->swap_ab);  // f32 outputs: ignored
-  expect_rejected(*plain16, {"swap=ba", "swap=", "swap=ab,cluster=2", "swap=ab,split=tail"}, "swap");
+  expect_rejected(*plain16, {"swap=ba", "swap=", "swap=ab,cluster=2n", "swap=ab,cluster=4", "swap=ab,split=tail"},
+                  "swap");
+  // swapped tiles in m pairs, from a plain variant or the planner's swapped one (whose cluster=2
+  // alone asks for plain pairs); CI compiles both table sizes' forms
+  const KernelVariant swapped_v = *v;
+  for (const KernelVariant* from : std::initializer_list<const KernelVariant*>{&*plain16, &swapped_v}) {
+    auto pair = override_variant(*from, "swap=ab,cluster=2", hopper);
+    ASSERT_TRUE(pair.ok()) << pair.status().to_string();
+    EXPECT_TRUE(pair->swap_ab && pair->cluster == 2 && !pair->cluster_along_n && pair->bm == 160) << pair->name();
+    EXPECT_EQ(pair->stages, v->stages);
+    EXPECT_NE(pair->name().find("cluster2 swapAB"), std::string::npos) << pair->name();
+    EXPECT_TRUE(std::find(variants.begin(), variants.end(), *pair) != variants.end()) << "CI does not compile " << pair->name();
+    if (from == &swapped_v) continue;  // (a swapped variant keeps its stages)
+    auto small_table = override_variant(*from, "swap=ab,cluster=2", hopper, 2 * 256);
+    ASSERT_TRUE(small_table.ok()) << small_table.status().to_string();
+    EXPECT_EQ(small_table->stages, 4);
+    EXPECT_TRUE(std::find(variants.begin(), variants.end(), *small_table) != variants.end())
+        << "CI does not compile " << small_table->name();
+  }
+  EXPECT_FALSE(override_variant(*v, "cluster=2", hopper)->swap_ab);
   // strips=on: the wgmma family's mode 2, a ring of A tiles beside 128 KiB of B's slots; 4 A tiles
   // beside the largest scheduler table, more beside an MoE layer's; elsewhere ignored, and no
   // combination with clusters or the TMA-store epilogue
@@ -767,8 +787,14 @@ TEST(CudaCodegen, PlannerSwapsOperandsForAboutOneTileOfRowsPerGroup) {
   EXPECT_EQ(*override_variant(v, "epilogue=direct", hopper, table), v);
   EXPECT_EQ(override_variant(v, "stages=3", hopper, table)->stages, 3);
   EXPECT_TRUE(override_variant(v, "stages=3", hopper, table)->swap_ab);
-  for (const char* bad : {"swap=ab,split=tail", "swap=ab,cluster=2", "swap=ab,bn=128", "swap=ab,epilogue=tma"})
+  for (const char* bad : {"swap=ab,split=tail", "swap=ab,cluster=2n", "swap=ab,cluster=4", "swap=ab,bn=128",
+                          "swap=ab,epilogue=tma"})
     EXPECT_FALSE(override_variant(v, bad, hopper, table).ok()) << bad;
+  // swapped tiles in m pairs: the choice's stages, a kernel CI compiles
+  const auto pairs = override_variant(v, "swap=ab,cluster=2", hopper, table);
+  ASSERT_TRUE(pairs.ok()) << pairs.status().to_string();
+  EXPECT_TRUE(pairs->swap_ab && pairs->cluster == 2 && pairs->stages == v.stages) << pairs->name();
+  EXPECT_NE(std::find(all.begin(), all.end(), *pairs), all.end()) << pairs->name() << " is not compiled in CI";
 }
 
 // Gathered rows (the MoE layer's up projection reading x through the sort's index) run in CTA

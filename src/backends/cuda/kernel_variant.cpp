@@ -117,6 +117,14 @@ KernelVariant swapped(KernelVariant v, const DeviceTraits& d, std::int64_t group
   v.stages = wgmma_stages(v.bn, d, 0, v.bm, groups);
   return v;
 }
+// Swapped tiles in CTA pairs along m (cluster=2): a pair takes the next two 160-row tiles of all
+// the groups in order, and where both lie in one group (a large group's consecutive tiles) its
+// CTAs share the weight tile through TMA multicast, each loading half. Groups of one tile, as in
+// deepseek-v3's uniform prefill, pair across groups and share nothing; a skewed router's hot
+// experts, whose weight tiles one CTA per tile streams out of L2 once per 160 rows, read them
+// half as often.
+bool swapped_pair(const KernelVariant& v) { return v.cluster == 2 && !v.cluster_along_n; }
+
 // The plain tile of a swapped-operand variant (the override's swap=off, or keys a swapped tile
 // cannot take), its stages refitted.
 KernelVariant unswapped(KernelVariant v, const DeviceTraits& d, std::int64_t groups) {
@@ -672,8 +680,9 @@ Result<KernelVariant> override_variant(const KernelVariant& v, const VariantSpec
   if (spec.swap_ab && out.family == KernelFamily::kWgmma && out.mode == 1) {
     const bool plain = !out.gather_a && !out.swiglu && !out.scatter_out && out.out != DType::kF32;
     if (*spec.swap_ab && plain && !out.swap_ab) {
-      if (out.cluster > 1 || out.split_tail)
-        return invalid_argument("RAGDOT_CUDA_VARIANT: swap=ab runs each tile on one CTA, whole; not with cluster or split");
+      if ((out.cluster > 1 && !swapped_pair(out)) || out.split_tail)
+        return invalid_argument("RAGDOT_CUDA_VARIANT: swap=ab runs each tile whole, on one CTA or in CTA pairs along m "
+                                "(cluster=2); not with cluster=2n, cluster=4 or split");
       if (spec.bn && *spec.bn != 256)
         return invalid_argument("RAGDOT_CUDA_VARIANT: swap=ab tiles are 256 weight columns wide, not bn " +
                                 std::to_string(*spec.bn));
@@ -685,10 +694,11 @@ Result<KernelVariant> override_variant(const KernelVariant& v, const VariantSpec
     }
   }
   // (a swapped variant given other keys: they must leave it a kernel that exists)
-  if (out.swap_ab && (out.cluster > 1 || out.split_tail || out.bn != 256 || out.gather_a || out.swiglu ||
-                      out.scatter_out || out.tma_store))
+  if (out.swap_ab && ((out.cluster > 1 && !swapped_pair(out)) || out.split_tail || out.bn != 256 || out.gather_a ||
+                      out.swiglu || out.scatter_out || out.tma_store))
     return invalid_argument("RAGDOT_CUDA_VARIANT: " + out.name() +
-                            ": swapped operands take 256-column tiles on one CTA, whole, with the plain epilogue");
+                            ": swapped operands take 256-column tiles, whole, on one CTA or in pairs along m, with "
+                            "the plain epilogue");
   if (out.gather_a && out.cluster > 1 && out.stages < 3)
     return invalid_argument("RAGDOT_CUDA_VARIANT: " + out.name() +
                             ": gathered rows in pairs run with three stages or more (cluster=1 for fewer)");
@@ -939,6 +949,14 @@ std::vector<KernelVariant> all_variants(const DeviceTraits& d) {
       for (DType t : {DType::kBF16, DType::kF16})
         for (bool b_k : {false, true})
           for (std::int64_t groups : kCompiledTables) out.push_back(swapped(wgmma_variant(1, t, t, b_k, 256, d), d, groups));
+      // and in CTA pairs along m (swap=ab,cluster=2), in the stages of each compiled table
+      for (DType t : {DType::kBF16, DType::kF16})
+        for (bool b_k : {false, true})
+          for (std::int64_t groups : kCompiledTables) {
+            KernelVariant v = swapped(wgmma_variant(1, t, t, b_k, 256, d), d, groups);
+            v.cluster = 2;
+            out.push_back(v);
+          }
     }
     if (is_hopper(d)) {
       // weight-gradient strips (RAGDOT_CUDA_VARIANT=strips=on): 16-bit and f32 outputs, every tile
