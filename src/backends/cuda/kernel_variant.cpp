@@ -122,7 +122,8 @@ KernelVariant swapped(KernelVariant v, const DeviceTraits& d, std::int64_t group
 // CTAs share the weight tile through TMA multicast, each loading half. Groups of one tile, as in
 // deepseek-v3's uniform prefill, pair across groups and share nothing; a skewed router's hot
 // experts, whose weight tiles one CTA per tile streams out of L2 once per 160 rows, read them
-// half as often.
+// half as often. Opt-in: on an H100 it cut the skewed case's L2 reads by 9% at the same time, and
+// the uniform case ran 5% slower (bench/RESULTS.md, 2026-12-07 15:30 UTC).
 bool swapped_pair(const KernelVariant& v) { return v.cluster == 2 && !v.cluster_along_n; }
 
 // The plain tile of a swapped-operand variant (the override's swap=off, or keys a swapped tile
