@@ -156,7 +156,9 @@ class CudaPlan final : public detail::BackendPlan {
     const char* order = tile_order == RAGDOT_ORDER_MIX    ? " order=mix"
                         : tile_order == RAGDOT_ORDER_AUTO ? " order=auto"
                                                           : "";
-    variant = v.name() + order + " grid=" + std::to_string(grid_x_) + "x" + std::to_string(grid_y_) + jit;
+    // (a launch parameter, not the kernel's: said here so that plans in blocks read differently)
+    const std::string raster = raster_bytes > 0 && !v.strips ? " raster=" + std::to_string(raster_bytes >> 10) : "";
+    variant = v.name() + order + raster + " grid=" + std::to_string(grid_x_) + "x" + std::to_string(grid_y_) + jit;
     if (lhs_copy_) variant += " +lhs-copy";
     if (rhs_copy_) variant += " +rhs-copy";
   }
