@@ -681,9 +681,7 @@ Result<KernelVariant> override_variant(const KernelVariant& v, const VariantSpec
   if (spec.swap_ab && out.family == KernelFamily::kWgmma && out.mode == 1) {
     const bool plain = !out.gather_a && !out.swiglu && !out.scatter_out && out.out != DType::kF32;
     if (*spec.swap_ab && plain && !out.swap_ab) {
-      if ((out.cluster > 1 && !swapped_pair(out)) || out.split_tail)
-        return invalid_argument("RAGDOT_CUDA_VARIANT: swap=ab runs each tile whole, on one CTA or in CTA pairs along m "
-                                "(cluster=2); not with cluster=2n, cluster=4 or split");
+      // (clusters and split tiles the swapped tile cannot take: the check after all keys says so)
       if (spec.bn && *spec.bn != 256)
         return invalid_argument("RAGDOT_CUDA_VARIANT: swap=ab tiles are 256 weight columns wide, not bn " +
                                 std::to_string(*spec.bn));
@@ -698,8 +696,8 @@ Result<KernelVariant> override_variant(const KernelVariant& v, const VariantSpec
   if (out.swap_ab && ((out.cluster > 1 && !swapped_pair(out)) || out.split_tail || out.bn != 256 || out.gather_a ||
                       out.swiglu || out.scatter_out || out.tma_store))
     return invalid_argument("RAGDOT_CUDA_VARIANT: " + out.name() +
-                            ": swapped operands take 256-column tiles, whole, on one CTA or in pairs along m, with "
-                            "the plain epilogue");
+                            ": swapped operands (swap=ab) take 256-column tiles, whole, on one CTA or in CTA pairs "
+                            "along m (cluster=2; not 2n or 4, nor split), with the plain epilogue");
   if (out.gather_a && out.cluster > 1 && out.stages < 3)
     return invalid_argument("RAGDOT_CUDA_VARIANT: " + out.name() +
                             ": gathered rows in pairs run with three stages or more (cluster=1 for fewer)");
@@ -945,19 +943,17 @@ std::vector<KernelVariant> all_variants(const DeviceTraits& d) {
       KernelVariant narrow = wgmma_variant(1, DType::kBF16, DType::kBF16, false, 128, d);
       narrow.split_tail = true;
       out.push_back(narrow);
-      // swapped operands (RAGDOT_CUDA_VARIANT=swap=ab): both 16-bit types, both weight layouts, in
-      // the stages of each compiled scheduler table (kCompiledTables)
-      for (DType t : {DType::kBF16, DType::kF16})
-        for (bool b_k : {false, true})
-          for (std::int64_t groups : kCompiledTables) out.push_back(swapped(wgmma_variant(1, t, t, b_k, 256, d), d, groups));
-      // and in CTA pairs along m (swap=ab,cluster=2), in the stages of each compiled table
-      for (DType t : {DType::kBF16, DType::kF16})
-        for (bool b_k : {false, true})
-          for (std::int64_t groups : kCompiledTables) {
-            KernelVariant v = swapped(wgmma_variant(1, t, t, b_k, 256, d), d, groups);
-            v.cluster = 2;
-            out.push_back(v);
-          }
+      // swapped operands (RAGDOT_CUDA_VARIANT=swap=ab), on one CTA and in CTA pairs along m
+      // (swap=ab,cluster=2): both 16-bit types, both weight layouts, in the stages of each compiled
+      // scheduler table (kCompiledTables)
+      for (int cluster : {1, 2})
+        for (DType t : {DType::kBF16, DType::kF16})
+          for (bool b_k : {false, true})
+            for (std::int64_t groups : kCompiledTables) {
+              KernelVariant v = swapped(wgmma_variant(1, t, t, b_k, 256, d), d, groups);
+              v.cluster = cluster;
+              out.push_back(v);
+            }
     }
     if (is_hopper(d)) {
       // weight-gradient strips (RAGDOT_CUDA_VARIANT=strips=on): 16-bit and f32 outputs, every tile
