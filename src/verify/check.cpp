@@ -70,6 +70,15 @@ double tolerance_for(DType out, std::int64_t k) {
   }
 }
 
+double subnormal_rounding_for(DType out) {
+  switch (out) {
+    case DType::kF16: return std::ldexp(1.0, -25);
+    case DType::kBF16: return std::ldexp(1.0, -134);
+    case DType::kF32: return std::ldexp(1.0, -150);
+    default: return 0.0;
+  }
+}
+
 void fill_random(void* data, DType dtype, std::int64_t count, std::uint64_t seed) {
   workloads::SplitMix64 rng(seed);
   for (std::int64_t i = 0; i < count; ++i) {
