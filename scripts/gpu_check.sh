@@ -9,8 +9,9 @@
 #
 # --jobs N runs N GPU tests side by side (default 1), each in its own process with twice its time
 # limit; a kind's small tests, which gate its others, all finish before any gated test starts.
-# At the end $OUT holds the log, the table, the merged JSON and the sanitizer summary; everything
-# else it wrote (test output, benchmark JSON, bounds, Python results) is packed into details.tgz.
+# At the end $OUT holds the log, the table, the merged JSON, its picture (gpu_results.png) and the
+# sanitizer summary; everything else it wrote (test output, benchmark JSON, bounds, Python results)
+# is packed into details.tgz.
 #
 # --skip leaves out the GPU tests whose Suite.Name matches REGEX (e.g. a slow one already run);
 # --only runs only those that match. --no-peers benchmarks ragdot's cuda backend and the dense
@@ -215,6 +216,8 @@ if [ $run_bench = 1 ]; then
   fi
   python3 bench/gpu_report.py --bench "$OUT/bench_ragdot.json" $peer_args --json "$OUT/gpu_results.json" \
     --md "$OUT/gpu_table.md" --commit "$(head -1 .devbin/commit 2>/dev/null)" >> "$LOG" 2>&1
+  # the same as a picture: every case's bars as shares of its roof (needs matplotlib)
+  python3 bench/gpu_plot.py --results "$OUT/gpu_results.json" --png "$OUT/gpu_results.png" >> "$LOG" 2>&1
   if [ $peers != 0 ]; then
     # deepseek-v3's weight-gradient output and FLOPs on the vendor's kernels (cuBLAS bmm with every
     # group exactly 128 rows, torch._grouped_mm, a plain fill of the output, the dense GEMM): what
@@ -295,7 +298,7 @@ fi
 # a few files to read first, the rest in one archive
 details=()
 for f in "$OUT"/*; do
-  case ${f##*/} in log.txt | gpu_table.md | gpu_results.json | sanitizer.txt | power_table.md | details.tgz) ;; *) [ -e "$f" ] && details+=("${f##*/}") ;; esac
+  case ${f##*/} in log.txt | gpu_table.md | gpu_results.json | gpu_results.png | sanitizer.txt | power_table.md | details.tgz) ;; *) [ -e "$f" ] && details+=("${f##*/}") ;; esac
 done
 [ ${#details[@]} -gt 0 ] && tar czf "$OUT/details.tgz" -C "$OUT" "${details[@]}" && (cd "$OUT" && rm -rf "${details[@]}")
 say "done"

@@ -18,7 +18,7 @@ fi
 # Build requirements are installed here and the build runs without isolation: a second run needs
 # no network, and the build sees the same jax whose FFI headers the extension is compiled against.
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
-  "scikit-build-core>=0.10" "nanobind>=2.0" "jax>=0.4.38" ml_dtypes numpy pytest
+  "scikit-build-core>=0.10" "nanobind>=2.0" "jax>=0.4.38" ml_dtypes numpy pytest matplotlib
 say "building and installing the package"
 CMAKE_BUILD_PARALLEL_LEVEL=${RAGDOT_BUILD_JOBS:-1} \
   "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-build-isolation --no-deps .
