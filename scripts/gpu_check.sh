@@ -100,7 +100,8 @@ if [ $run_tests = 1 ]; then
       *HopperGatheredWeightGradient) echo CudaBackend.HopperGatheredWeightGradientSmall ;;
       *ClusterPairsAlong*) echo "${1/ClusterPairs/ClusterPairsSmall}" ;;
       *HopperSplitTail | *HopperSplitTailCountsItsPieces) echo CudaBackend.HopperSplitTailSmall ;;
-      *HopperSwappedOperands | *HopperSwappedPairs | *HopperWeightGradientStrips | *HopperWeightGradientTurns | *HopperForwardTmaStore | \
+      *HopperSwappedOperands | *HopperSwappedPairs | *HopperWeightGradientStrips | *HopperWeightGradientStripsTmaStore | \
+        *HopperWeightGradientTurns | *HopperForwardTmaStore | \
         *HopperMixedOrder | *HopperOverlappedStores | *HopperThreeConsumers) echo "${1}Small" ;;
       *HopperSwappedByDefault) echo CudaBackend.HopperSwappedOperandsSmall ;;
       # measured plans time every kind of candidate: only once each kind's small cases passed
@@ -110,8 +111,10 @@ if [ $run_tests = 1 ]; then
   }
   limit_of() {
     case $1 in
-      *HopperSplitTail | *HopperWeightGradientStrips | *HopperGatheredRows* | *MeasuredPlans*) echo 300 ;;
+      *HopperSplitTail | *HopperWeightGradientStrips | *HopperWeightGradientStripsTmaStore | *HopperGatheredRows* | \
+        *MeasuredPlans*) echo 300 ;;
       *ClusterPairsSmall* | *SplitTailSmall | *SwappedOperandsSmall | *SwappedPairsSmall | *WeightGradientStripsSmall | \
+        *WeightGradientStripsTmaStoreSmall | \
         *WeightGradientTurnsSmall | *MixedOrderSmall | *GatheredWeightGradientSmall | *OverlappedStoresSmall | \
         *ThreeConsumersSmall) echo 60 ;;
       *) echo 150 ;;
@@ -240,7 +243,8 @@ if [ $run_tests = 1 ] && [ $run_sanitizer = 1 ]; then
   done
   # the TMA-store, SwiGLU and scatter epilogues and split tiles, likewise once their matrices passed
   for small in HopperWeightGradientTmaStore HopperForwardTmaStore HopperSwigluEpilogue HopperScatterAddRows \
-               HopperSplitTail HopperSwappedOperands HopperSwappedPairs HopperWeightGradientStrips HopperMixedOrder HopperGatheredRows \
+               HopperSplitTail HopperSwappedOperands HopperSwappedPairs HopperWeightGradientStrips \
+               HopperWeightGradientStripsTmaStore HopperMixedOrder HopperGatheredRows \
                HopperGatheredWeightGradient; do
     if [ -z "${RAGDOT_SANITIZE_FILTER:-}" ] && grep -q "$small exit 0" "$OUT/gpu_tests.txt"; then
       filter="$filter:CudaBackend.${small}Small"

@@ -9,7 +9,11 @@
 // two groups of up to 128 rows, two k steps each; deepseek-v3's groups are 128 +- 11 rows).
 //
 // The rest is the plain kernel's (wgmma.cuh): the tile counter and ring, the k steps' protocol,
-// the k tail past a group's end cleared in both operands, the register epilogue.
+// the k tail past a group's end cleared in both operands, and its two epilogues: from the
+// registers, or (kTmaStore, 16-bit outputs) through a staging area after B's slots with TMA bulk
+// stores. A tile's 64 KiB of output take longer to store than its two k steps take to multiply;
+// register stores hold the warps until the memory system takes them, while a bulk store lets the
+// warpgroup go on to the next tile's wgmma as its boxes drain.
 //
 // Turns (kPingPong): a tile has two k steps and 64 KiB of output, so its warpgroups spend longer
 // storing than multiplying, and in step with each other they leave the tensor cores idle while
@@ -47,9 +51,9 @@ struct Strips {
   static constexpr int kAcc = K::kAcc;
   typedef typename K::Sched Sched;
   typedef typename K::O O;
-  static_assert(V::kStrips && V::kMode == 2 && V::kCluster == 1 && !V::kTmaStore && !V::kGatherA && !V::kSwapAB &&
-                    !V::kSplitTail && !V::kSwiglu && !V::kScatterOut,
-                "strips: the weight gradient on one CTA per unit, with the register epilogue");
+  static_assert(V::kStrips && V::kMode == 2 && V::kCluster == 1 && !V::kGatherA && !V::kSwapAB && !V::kSplitTail &&
+                    !V::kSwiglu && !V::kScatterOut && !V::kOverlapStore,
+                "strips: the weight gradient on one CTA per unit, with the register or the TMA-store epilogue");
   static_assert(kBSlots >= 2 && kBSlots <= kStripMaxBSlots && kBSlots * kBBytes <= RAGDOT_STRIP_B_BYTES, "B's slots");
   static_assert(kAStages >= 2 && kAStages <= kStripMaxAStages, "A's ring");
 
@@ -114,13 +118,16 @@ struct Strips {
   }
 
   static __device__ __forceinline__ void run(const RagdotKernelParams& p, const TensorMap* map_a, const TensorMap* map_b,
-                                             unsigned char* smem) {
+                                             unsigned char* smem, const TensorMap* map_out = nullptr) {
     __shared__ i64 scan_scratch[33];
     Sched sched;
     sched.init(p, 0, (int*)smem, scan_scratch);
     count_units(p, sched, scan_scratch);
     const u32 table_end = smem_address(smem) + (u32)Sched::smem_bytes(p.num_groups, p.computed_groups);
     const u32 a_ring = (table_end + 1023u) & ~1023u, b_ring = a_ring + kAStages * kABytes;
+    // kTmaStore: each consumer warpgroup's two box buffers, after B's slots (1024-aligned, as the
+    // boxes' 128-byte swizzle needs)
+    const u32 staging = b_ring + kBSlots * kBBytes;
 
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     if (threadIdx.x == 0) {
@@ -134,6 +141,7 @@ struct Strips {
       asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
       prefetch_map(map_a);
       prefetch_map(map_b);
+      if (V::kTmaStore) prefetch_map(map_out);
     }
     __syncthreads();
     if (warp < 4) {
@@ -141,7 +149,8 @@ struct Strips {
       if (warp == 0 && lane == 0) produce(p, sched, map_a, map_b, a_ring, b_ring);
     } else {
       regs_alloc<224>();
-      consume(p, sched, a_ring, b_ring, (threadIdx.x - 128) >> 7);
+      const int wg = (threadIdx.x - 128) >> 7;
+      consume(p, sched, a_ring, b_ring, wg, map_out, staging + wg * (K::kStagingBytes / 2));
     }
   }
 
@@ -196,12 +205,13 @@ struct Strips {
   }
 
   static __device__ __forceinline__ void consume(const RagdotKernelParams& p, const Sched& sched, u32 a_ring,
-                                                 u32 b_ring, int wg) {
+                                                 u32 b_ring, int wg, const TensorMap* map_out, u32 staging) {
     const int tid = threadIdx.x & 127, warp = tid >> 5, lane = tid & 31;
     O* out = (O*)p.out;
     u32 ia = 0, ib = 0;
     float acc[kAcc];
     int turns = 0;  // kPingPong: tiles taken in turns so far (warpgroup 0 takes the first without waiting)
+    u32 stores = 0;  // kTmaStore: this warpgroup's boxes sent so far (their buffers alternate)
     for (u32 n = 0;; ++n) {
       const int t = K::take_tile(n);
       if (t < 0) break;
@@ -272,15 +282,25 @@ struct Strips {
         tile.n0 = w.n0;
         tile.group = w.group;
         const i64 rows_here = imin((i64)kBM, p.m - tile.m0) - wg * 64;
-        O* otile = out + tile_out_offset<2>(p, tile) + wg * 64 * p.out_m;
-        K::template store_tile<kBN>(otile, p.out_m, warp * 16 + (lane >> 2), lane, rows_here, p.n - tile.n0, acc,
-                                    typename V::Out());
+        if constexpr (V::kTmaStore) {
+          // (rows past m and columns past n are clipped by the map; a warpgroup past m sends nothing)
+          if (rows_here > 0)
+            K::store_tile_tma(map_out, staging, wg, tid, (int)tile.n0, (int)tile.m0, tile.group, p.n - tile.n0, stores,
+                              acc);
+        } else {
+          O* otile = out + tile_out_offset<2>(p, tile) + wg * 64 * p.out_m;
+          K::template store_tile<kBN>(otile, p.out_m, warp * 16 + (lane >> 2), lane, rows_here, p.n - tile.n0, acc,
+                                      typename V::Out());
+        }
       }
       if (w.resident) ib += (u32)w.k_steps;
     }
     // warpgroup 1 handed warpgroup 0 one turn more than it took: taken here, so that no barrier
     // is left part-way at exit
     if (V::kPingPong && wg == 0 && turns > 0) take_turn(0);
+    if constexpr (V::kTmaStore) {
+      if (tid == 0) bulk_wait<0>();  // the last stores are done before the kernel ends
+    }
   }
 };
 

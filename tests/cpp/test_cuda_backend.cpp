@@ -1372,7 +1372,11 @@ TEST(CudaBackend, HopperWeightGradientTmaStoreSmall) {
 // cases, the whole grid and 3 CTAs with the shallowest ring (for compute-sanitizer).
 // `turns`: the same cases with the consumer warpgroups taking turns (pingpong=on): groups whose k
 // steps fit the A ring with B resident take turns, the others (streamed) run in step, side by side.
-void check_strips(bool small, bool turns = false) {
+// `tma_store`: the same cases with the TMA-store epilogue (epilogue=tma: its staging area after
+// B's slots, two or three A tiles; 16-bit outputs, an f32 output keeps the register stores), at
+// every tile width and in turns too: boxes clipped at m and n, empty groups' zero blocks, the
+// buffers alternating across tiles and units.
+void check_strips(bool small, bool turns = false, bool tma_store = false) {
   workloads::SplitMix64 rng(79);
   std::vector<std::int64_t> many(300);
   for (auto& g : many) g = std::int64_t(rng.next() % 20);
@@ -1391,27 +1395,38 @@ void check_strips(bool small, bool turns = false) {
   // (B's slots wrap around across units on a few CTAs, with each ring depth and slot count: 4 at
   // bn 256, 8 at 128, 5 at 192, 16 at 64)
   const std::vector<const char*> specs =
-      turns ? (small ? std::vector<const char*>{"strips=on,pingpong=on", "strips=on,pingpong=on,stages=2,ctas=3"}
+      tma_store ? (small ? std::vector<const char*>{"strips=on,epilogue=tma", "strips=on,epilogue=tma,pingpong=on,ctas=3"}
+                         : std::vector<const char*>{"strips=on,epilogue=tma,ctas=3", "strips=on,epilogue=tma,ctas=1",
+                                                    "strips=on,epilogue=tma,bn=128,ctas=3",
+                                                    "strips=on,epilogue=tma,bn=192,ctas=2", "strips=on,epilogue=tma,bn=64",
+                                                    "strips=on,epilogue=tma,pingpong=on,ctas=2"})
+      : turns ? (small ? std::vector<const char*>{"strips=on,pingpong=on", "strips=on,pingpong=on,stages=2,ctas=3"}
                      : std::vector<const char*>{"strips=on,pingpong=on,ctas=3", "strips=on,pingpong=on,ctas=1",
                                                 "strips=on,pingpong=on,stages=3,ctas=2"})
       : small ? std::vector<const char*>{"strips=on", "strips=on,stages=2,ctas=3"}
               : std::vector<const char*>{"strips=on",         "strips=on,ctas=3",        "strips=on,stages=2,ctas=3",
                                          "strips=on,bn=128,ctas=3", "strips=on,bn=192,ctas=2", "strips=on,bn=64"};
-  std::uint64_t seed = (small ? 7900 : 7950) + (turns ? 500 : 0);
+  std::uint64_t seed = (small ? 7900 : 7950) + (turns ? 500 : 0) + (tma_store ? 1000 : 0);
   int planned = 0, runs = 0;
   for (const char* spec : specs) {
     ScopedVariant strips(spec);
+    const bool in_turns = turns || std::strstr(spec, "pingpong=on");
+    // (an f32 output keeps the register epilogue)
+    auto as_asked = [&](const std::string& plan) {
+      return plan.find(in_turns ? "strips pingpong" : "strips") != std::string::npos &&
+             (!tma_store || plan.find("->f32") != std::string::npos || plan.find("tmastore") != std::string::npos);
+    };
     for (verify::Case c : cases) {
       c.description += std::string(" ") + spec;
       const std::string plan = expect_cuda_pass(c, seed++, false, /*repeats=*/3);
-      planned += plan.find(turns ? "strips pingpong" : "strips") != std::string::npos;
+      planned += as_asked(plan);
       ++runs;
     }
     const std::string plan = expect_cuda_pass(mode2_offset_case(), seed++, false, /*repeats=*/3);
-    planned += plan.find(turns ? "strips pingpong" : "strips") != std::string::npos;
+    planned += as_asked(plan);
     ++runs;
   }
-  EXPECT_EQ(planned, runs) << "a case was not planned in strips (with turns where asked)";
+  EXPECT_EQ(planned, runs) << "a case was not planned in strips (with turns and the TMA-store epilogue where asked)";
 }
 
 // (the small cases first: scripts/gpu_check.sh runs the others only if they pass)
@@ -1430,6 +1445,21 @@ TEST(CudaBackend, HopperWeightGradientStrips) {
   check_strips(false);
   ScopedVariant strips("strips=on");
   check_weight_gradients("strips", 3, "strips");
+}
+
+// Strips with the TMA-store epilogue (epilogue=tma, opt-in): the small cases first.
+TEST(CudaBackend, HopperWeightGradientStripsTmaStoreSmall) {
+  REQUIRE_GPU();
+  if (!device_is_hopper()) GTEST_SKIP() << "weight-gradient strips are the Hopper family's";
+  check_strips(true, /*turns=*/false, /*tma_store=*/true);
+}
+
+TEST(CudaBackend, HopperWeightGradientStripsTmaStore) {
+  REQUIRE_GPU();
+  if (!device_is_hopper()) GTEST_SKIP() << "weight-gradient strips are the Hopper family's";
+  check_strips(false, /*turns=*/false, /*tma_store=*/true);
+  ScopedVariant stored("strips=on,epilogue=tma");
+  check_weight_gradients("tmastore strips", 3, "strips");
 }
 
 // The same with the consumer warpgroups taking turns (pingpong=on, opt-in): the small cases first.

@@ -590,7 +590,7 @@ TEST(CudaCodegen, VariantOverrideChangesTheTileOrSaysWhatIsWrong) {
   EXPECT_FALSE(override_variant(*v, "cluster=2", hopper)->swap_ab);
   // strips=on: the wgmma family's mode 2, a ring of A tiles beside 128 KiB of B's slots; 4 A tiles
   // beside the largest scheduler table, more beside an MoE layer's; elsewhere ignored, and no
-  // combination with clusters or the TMA-store epilogue
+  // combination with clusters
   v = override_variant(*mode2, "strips=on", hopper);
   ASSERT_TRUE(v.ok()) << v.status().to_string();
   EXPECT_TRUE(v->strips);
@@ -620,8 +620,32 @@ TEST(CudaCodegen, VariantOverrideChangesTheTileOrSaysWhatIsWrong) {
   EXPECT_EQ(override_variant(*mode2, "bn=128,strips=on", hopper)->bn, 128);
   EXPECT_FALSE(override_variant(*plain16, "strips=on", hopper)->strips);  // mode 1: ignored
   EXPECT_EQ(*override_variant(*simt, "strips=on", hopper), *simt);
-  expect_rejected(*mode2, {"strips=b", "strips=", "strips=on,cluster=2", "cluster=2n,strips=on",
-                           "epilogue=tma,strips=on"}, "strips");
+  expect_rejected(*mode2, {"strips=b", "strips=", "strips=on,cluster=2", "cluster=2n,strips=on"}, "strips");
+  // strips with the TMA-store epilogue: its 32 KiB staging area after B's slots takes A tiles
+  // from the ring (2 beside the largest table, 3 or 4 beside smaller ones), and fits every table
+  auto stored = override_variant(*mode2, "epilogue=tma,strips=on", hopper);
+  ASSERT_TRUE(stored.ok()) << stored.status().to_string();
+  EXPECT_TRUE(stored->strips && stored->tma_store) << stored->name();
+  EXPECT_EQ(stored->stages, 2);
+  EXPECT_EQ(stored->dynamic_smem_bytes(0, 0) - v->dynamic_smem_bytes(0, 0), 2 * 2 * 64 * 64 * 2 - 2 * 128 * 64 * 2);
+  EXPECT_NE(generate_source(*stored).find("kTmaStore = true"), std::string::npos);
+  EXPECT_NE(generate_source(*stored).find("map_out"), std::string::npos);
+  EXPECT_TRUE(std::find(variants.begin(), variants.end(), *stored) != variants.end())
+      << "CI does not compile " << stored->name();
+  EXPECT_EQ(override_variant(*mode2, "epilogue=tma,strips=on", hopper, /*groups=*/2 * 256)->stages, 3);
+  for (std::int64_t groups : {1, 64, 256, 476, 2000, 8192}) {
+    auto fit = override_variant(*mode2, "strips=on,epilogue=tma", hopper, groups);
+    ASSERT_TRUE(fit.ok()) << groups << ": " << fit.status().to_string();
+    EXPECT_LE(fit->dynamic_smem_bytes(groups / 2, groups - groups / 2) + kWgmmaStaticSmemBytes, hopper.max_dynamic_smem)
+        << groups << " groups: " << fit->name();
+    EXPECT_GE(fit->stages, 2) << groups;
+  }
+  EXPECT_FALSE(override_variant(*mode2, "strips=on,epilogue=tma,stages=3", hopper).ok());  // the largest table
+  auto mode2_f32 = *mode2;  // f32 outputs keep the register epilogue
+  mode2_f32.out = DType::kF32;
+  const auto stored_f32 = override_variant(mode2_f32, "strips=on,epilogue=tma", hopper);
+  ASSERT_TRUE(stored_f32.ok()) << stored_f32.status().to_string();
+  EXPECT_TRUE(stored_f32->strips && !stored_f32->tma_store) << stored_f32->name();
   // pingpong=on: turns of the consumer warpgroups, in strips only; leaving strips leaves the turns
   auto turns = override_variant(*mode2, "strips=on,pingpong=on", hopper);
   ASSERT_TRUE(turns.ok()) << turns.status().to_string();
@@ -638,7 +662,13 @@ TEST(CudaCodegen, VariantOverrideChangesTheTileOrSaysWhatIsWrong) {
       << "CI does not compile " << turns_f32.name();
   EXPECT_EQ(*override_variant(*turns, "pingpong=off", hopper), *v);
   EXPECT_EQ(*override_variant(*turns, "strips=off", hopper), *mode2);
-  EXPECT_FALSE(override_variant(*turns, "epilogue=tma", hopper)->pingpong);  // the plain kernel: no turns
+  // the TMA-store epilogue keeps the strips and their turns; leaving strips leaves the turns
+  const auto turns_stored = override_variant(*turns, "epilogue=tma", hopper);
+  ASSERT_TRUE(turns_stored.ok()) << turns_stored.status().to_string();
+  EXPECT_TRUE(turns_stored->strips && turns_stored->pingpong && turns_stored->tma_store) << turns_stored->name();
+  EXPECT_TRUE(std::find(variants.begin(), variants.end(), *turns_stored) != variants.end())
+      << "CI does not compile " << turns_stored->name();
+  EXPECT_FALSE(override_variant(*turns, "epilogue=tma,strips=off", hopper)->pingpong);
   EXPECT_EQ(*override_variant(*plain16, "pingpong=on", hopper), *plain16);     // mode 1: ignored
   expect_rejected(*mode2, {"pingpong=on", "pingpong=yes", "pingpong="}, "pingpong");
   // overlap=on: the plain mode 1 epilogue with 16-bit outputs and [G, K, N] weights, on one CTA
@@ -979,13 +1009,27 @@ TEST(CudaCodegen, PlannerRunsSmallGroupsWeightGradientsInStrips) {
     EXPECT_TRUE(v.strips && v.mode == 2 && v.bn == 256 && v.cluster == 1 && !v.tma_store) << v.name() << " for " << p.to_string();
     EXPECT_NE(generate_source(v).find("Strips<V, Mma>::run"), std::string::npos);
     const std::int64_t table = compiled_table_for(p.num_groups + p.computed_groups);
-    for (const char* spec : {"strips=off", "epilogue=tma", "cluster=2", "cluster=2n"}) {
+    for (const char* spec : {"strips=off", "cluster=2", "cluster=2n"}) {
       const auto o = override_variant(v, spec, hopper, table);
       ASSERT_TRUE(o.ok()) << spec << ": " << o.status().to_string();
       EXPECT_FALSE(o->strips) << spec;
       EXPECT_NE(std::find(all.begin(), all.end(), *o), all.end()) << spec << ": " << o->name() << " is not compiled in CI";
     }
-    EXPECT_FALSE(override_variant(v, "strips=on,epilogue=tma", hopper, table).ok());
+    // the TMA-store epilogue keeps the strips, its staging area after B's slots and a shallower
+    // A ring; strips=off then gives the plain ring with that epilogue
+    for (const char* spec : {"epilogue=tma", "strips=on,epilogue=tma", "epilogue=tma,pingpong=on"}) {
+      const auto o = override_variant(v, spec, hopper, table);
+      ASSERT_TRUE(o.ok()) << spec << ": " << o.status().to_string();
+      EXPECT_TRUE(o->strips && o->tma_store) << spec << ": " << o->name();
+      EXPECT_LT(o->stages, v.stages) << spec;
+      EXPECT_GE(o->stages, 2) << spec;
+      EXPECT_NE(std::find(all.begin(), all.end(), *o), all.end()) << spec << ": " << o->name() << " is not compiled in CI";
+    }
+    const auto plain_tma = override_variant(v, "epilogue=tma,strips=off", hopper, table);
+    ASSERT_TRUE(plain_tma.ok()) << plain_tma.status().to_string();
+    EXPECT_TRUE(!plain_tma->strips && plain_tma->tma_store) << plain_tma->name();
+    EXPECT_NE(std::find(all.begin(), all.end(), *plain_tma), all.end()) << plain_tma->name() << " is not compiled in CI";
+    EXPECT_FALSE(override_variant(v, "strips=on,cluster=2", hopper, table).ok());
     const auto direct = override_variant(v, "epilogue=direct", hopper, table);  // the default: no change
     ASSERT_TRUE(direct.ok()) << direct.status().to_string();
     EXPECT_EQ(*direct, v);

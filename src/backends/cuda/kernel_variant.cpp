@@ -90,10 +90,11 @@ constexpr std::int64_t kStripATileBytes = 128 * 64 * 2;
 //   staging is half as large: 4 stages of a 256-wide tile for tables up to ~500 groups, 3 beside
 //   the largest; the weight gradient's takes 3 everywhere).
 // - Weight-gradient strips (kernels/ragdot/strips.h): a ring of A tiles (128 x 64) beside B's
-//   slots of k steps (RAGDOT_STRIP_B_BYTES) and the table of `groups` groups (-1: the largest;
-//   4 A tiles then, 5 for tables of up to ~4300 groups, 6 up to ~220).
+//   slots of k steps (RAGDOT_STRIP_B_BYTES), the staging area of the TMA-store epilogue if any,
+//   and the table of `groups` groups (-1: the largest; 4 A tiles then, 5 for tables of up to
+//   ~4300 groups, 6 up to ~220; with the staging area, 2 and 3).
 int ring_stages(const KernelVariant& v, const DeviceTraits& d, std::int64_t groups) {
-  if (v.strips) return deepest_ring(kStripATileBytes, RAGDOT_STRIP_B_BYTES, d, groups);
+  if (v.strips) return deepest_ring(kStripATileBytes, RAGDOT_STRIP_B_BYTES + staging_bytes_of(v), d, groups);
   const bool table_aware = (v.tma_store && v.mode == 1) || v.swap_ab;  // as swapped() counts them
   return wgmma_stages(v.bn, d, staging_bytes_of(v), v.bm, table_aware ? groups : -1);
 }
@@ -340,7 +341,8 @@ std::int64_t KernelVariant::dynamic_smem_bytes(std::int64_t groups, std::int64_t
   const std::int64_t sched_aligned = (sched + 127) / 128 * 128;
   if (family == KernelFamily::kMmaSync) return sched_aligned + stages * mma_stage_bytes(bm, bn, bk);
   if (family == KernelFamily::kWgmma && strips)
-    return sched + 1024 + stages * kStripATileBytes + std::int64_t(ragdot_strip_b_slots(bn)) * bn * 64 * 2;
+    return sched + 1024 + stages * kStripATileBytes + std::int64_t(ragdot_strip_b_slots(bn)) * bn * 64 * 2 +
+           staging_bytes_of(*this);
   if (family == KernelFamily::kWgmma)
     return sched + 1024 + stages * wgmma_stage_bytes(bn, bm) + staging_bytes_of(*this);
   return sched_aligned;
@@ -628,9 +630,10 @@ Result<KernelVariant> override_variant(const KernelVariant& v, const VariantSpec
     out.cluster = 1;
     out.cluster_along_n = false;
   }
-  // And a weight gradient the planner put in strips (strips_pay), given keys strips cannot take,
-  // without strips=on: the plain kernel's ring.
-  const bool asks_plain_ring = (spec.cluster && *spec.cluster > 1) || (spec.tma_store && *spec.tma_store);
+  // And a weight gradient the planner put in strips (strips_pay), given keys strips cannot take
+  // (clusters), without strips=on: the plain kernel's ring. (epilogue=tma keeps the strips: they
+  // take the TMA-store epilogue.)
+  const bool asks_plain_ring = spec.cluster && *spec.cluster > 1;
   if (out.strips && asks_plain_ring && !(spec.strips && *spec.strips)) {
     out.strips = false;
     out.stages = ring_stages(out, d, groups);
@@ -701,13 +704,12 @@ Result<KernelVariant> override_variant(const KernelVariant& v, const VariantSpec
   if (out.gather_a && out.cluster > 1 && out.stages < 3)
     return invalid_argument("RAGDOT_CUDA_VARIANT: " + out.name() +
                             ": gathered rows in pairs run with three stages or more (cluster=1 for fewer)");
-  // weight-gradient strips: the Hopper family's mode 2, one CTA per unit, the register epilogue;
+  // weight-gradient strips: the Hopper family's mode 2, one CTA per unit, either epilogue;
   // elsewhere the key is ignored
   if (spec.strips && out.family == KernelFamily::kWgmma && out.mode == 2) {
     if (*spec.strips && !out.strips) {
-      if (out.cluster > 1 || out.tma_store)
-        return invalid_argument("RAGDOT_CUDA_VARIANT: strips=on keeps B in one CTA's shared memory and stores from "
-                                "registers; not with cluster or epilogue=tma");
+      if (out.cluster > 1)
+        return invalid_argument("RAGDOT_CUDA_VARIANT: strips=on keeps B in one CTA's shared memory; not with cluster");
       out = in_strips(out, d, groups);
       if (spec.stages) out.stages = *spec.stages;
     } else if (!*spec.strips && out.strips) {
@@ -724,9 +726,8 @@ Result<KernelVariant> override_variant(const KernelVariant& v, const VariantSpec
     out.pingpong = *spec.pingpong;
   }
   if (!out.strips) out.pingpong = false;
-  if (out.strips && (out.cluster > 1 || out.tma_store))
-    return invalid_argument("RAGDOT_CUDA_VARIANT: " + out.name() +
-                            ": strips keep B in one CTA's shared memory and store from registers");
+  if (out.strips && out.cluster > 1)
+    return invalid_argument("RAGDOT_CUDA_VARIANT: " + out.name() + ": strips keep B in one CTA's shared memory");
   if (out.gather_a && out.mode == 2 && (out.cluster > 1 || out.strips || out.tma_store || out.split_tail))
     return invalid_argument("RAGDOT_CUDA_VARIANT: " + out.name() +
                             ": the weight gradient on gathered rows runs one CTA per tile with the register "
@@ -977,6 +978,27 @@ std::vector<KernelVariant> all_variants(const DeviceTraits& d) {
             v.pingpong = true;
             out.push_back(v);
           }
+      // and with the TMA-store epilogue (strips=on,epilogue=tma; 16-bit outputs): bf16 at bn 256
+      // in each compiled table's ring, in step and in turns; f16 in both, and bf16 at the other
+      // tile widths, beside the largest table
+      struct StripStoreForm {
+        DType type;
+        int bn;
+        bool turns, every_table;
+      };
+      const StripStoreForm forms[] = {{DType::kBF16, 256, false, true}, {DType::kBF16, 256, true, true},
+                                      {DType::kF16, 256, false, false}, {DType::kF16, 256, true, false},
+                                      {DType::kBF16, 64, false, false}, {DType::kBF16, 128, false, false},
+                                      {DType::kBF16, 192, false, false}};
+      for (std::int64_t groups : kCompiledTables)
+        for (const StripStoreForm& f : forms) {
+          if (groups >= 0 && !f.every_table) continue;
+          KernelVariant v = wgmma_variant(2, f.type, f.type, false, f.bn, d);
+          v.tma_store = true;
+          v = in_strips(v, d, groups);
+          v.pingpong = f.turns;
+          out.push_back(v);
+        }
     }
     out.erase(std::remove_if(out.begin(), out.end(), [](const KernelVariant& v) { return v.stages < 2; }), out.end());
     // (a table-dependent stage count may come out the same for two tables: list it once)
