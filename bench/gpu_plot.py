@@ -64,7 +64,9 @@ def main():
             clipped = t / roof > kMaxShare
             ax.text(share - 0.01 if clipped else share + 0.01, y, f"{t:.0f}" if t >= 10 else f"{t:.1f}", va="center",
                     ha="right" if clipped else "left", fontsize=6, color="white" if clipped else "black")
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.1 - 1.0 / (2 + len(rows) * len(series) * 0.14)), ncol=3, fontsize=7)
+    # the legend under the x label: 0.55 inches below the axes, whatever the figure's height
+    axes_inches = fig.get_figheight() * ax.get_position().height
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.55 / axes_inches), ncol=3, fontsize=7)
     ax.axvline(1.0, color="black", linewidth=0.8, linestyle="--")
     ax.set_yticks(range(len(rows)))
     ax.set_yticklabels(labels, fontsize=7)
