@@ -269,6 +269,14 @@ __device__ __forceinline__ float ld_global_cg(const float* p) {
 // The transpose of an 8 x 8 matrix of 16-bit values held across a warp, two per lane (lane l:
 // row l / 4, columns 2 (l % 4) and + 1, the lower column in the lower half); the result in the
 // same layout.
+// Four 8 x 8 matrices of 16-bit words into shared memory, one instruction per warp: lanes 8i..8i+7
+// give the addresses of matrix i's eight 16-byte rows, and each lane's register i holds its two
+// words of matrix i at row lane / 4, columns 2 (lane % 4) and + 1: the accumulators' own layout.
+__device__ __forceinline__ void stmatrix_x4(u32 addr, u32 m0, u32 m1, u32 m2, u32 m3) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(m0), "r"(m1),
+               "r"(m2), "r"(m3)
+               : "memory");
+}
 __device__ __forceinline__ u32 movmatrix_trans(u32 x) {
   u32 y;
   asm volatile("movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;\n" : "=r"(y) : "r"(x));
@@ -1138,7 +1146,8 @@ struct Kernel {
   // time through two buffers of its staging area, taken in turn (`stores` counts this
   // warpgroup's boxes across tiles): the box is written swizzled, as the tensor map's TMA store
   // reads it (128-byte rows: 16-byte piece c of row r at c ^ (r % 8); 64-byte rows: at
-  // c ^ (r / 2 % 4); either way a warp's eight rows x four lanes hit 32 different banks), then
+  // c ^ (r / 2 % 4); either way the eight rows of an 8 x 8 block land in different banks), by
+  // stmatrix, each instruction a warp's two 8-column blocks of both its 8-row halves, then
   // thread 0 sends it out in a bulk group of its own, and a buffer is rewritten once the group
   // before last (its previous box) has been read out, so writing one box overlaps sending the
   // other. Boxes wholly past n are skipped; rows past m and columns past n are clipped by the map.
@@ -1147,7 +1156,7 @@ struct Kernel {
                                                         int m0, int group, i64 cols_lim, u32& stores,
                                                         const float (&acc)[kAcc]) {
     constexpr int kRowBytes = kStoreBoxCols * 2, kPieces = kRowBytes / 16;
-    const int warp = tid >> 5, lane = tid & 31, q = lane & 3;
+    const int warp = tid >> 5, lane = tid & 31;
 #pragma unroll
     for (int box = 0; box < kBN / kStoreBoxCols; ++box) {
       if (box * kStoreBoxCols >= cols_lim) break;  // the same for the whole warpgroup
@@ -1155,16 +1164,16 @@ struct Kernel {
       if (tid == 0) bulk_wait_read<1>();  // this buffer's previous box has been read out
       warpgroup_sync(wg);
 #pragma unroll
-      for (int piece = 0; piece < kPieces; ++piece) {  // 16 bytes (8 columns) of each row
-        const int j = box * kPieces + piece;         // the accumulators' block of 8 columns
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int r = warp * 16 + (lane >> 2) + 8 * h;
-          const int swizzle = kRowBytes == 128 ? (r & 7) : ((r >> 1) & 3);
-          const u32 addr = buffer + r * kRowBytes + ((piece ^ swizzle) << 4) + q * 4;
-          const u32 v = pack2(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1], typename V::Out());
-          asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(addr), "r"(v) : "memory");
-        }
+      for (int piece = 0; piece < kPieces; piece += 2) {  // 16 bytes (8 columns) of each row, two at a time
+        const int j = box * kPieces + piece;             // the accumulators' block of 8 columns
+        // matrices 0..3: blocks (j, rows 0-7), (j, rows 8-15), (j + 1, 0-7), (j + 1, 8-15) of
+        // this warp's 16 rows; this lane gives row lane % 8 of matrix lane / 8
+        const int r = warp * 16 + ((lane >> 3) & 1) * 8 + (lane & 7);
+        const int swizzle = kRowBytes == 128 ? (r & 7) : ((r >> 1) & 3);
+        const u32 addr = buffer + r * kRowBytes + (((piece + (lane >> 4)) ^ swizzle) << 4);
+        typedef typename V::Out Out;
+        stmatrix_x4(addr, pack2(acc[4 * j], acc[4 * j + 1], Out()), pack2(acc[4 * j + 2], acc[4 * j + 3], Out()),
+                    pack2(acc[4 * j + 4], acc[4 * j + 5], Out()), pack2(acc[4 * j + 6], acc[4 * j + 7], Out()));
       }
       fence_async_shared();  // these generic-proxy writes before the TMA unit's reads
       warpgroup_sync(wg);
