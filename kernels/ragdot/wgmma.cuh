@@ -266,9 +266,6 @@ __device__ __forceinline__ float ld_global_cg(const float* p) {
   asm volatile("ld.global.cg.f32 %0, [%1];\n" : "=f"(v) : "l"(p) : "memory");
   return v;
 }
-// The transpose of an 8 x 8 matrix of 16-bit values held across a warp, two per lane (lane l:
-// row l / 4, columns 2 (l % 4) and + 1, the lower column in the lower half); the result in the
-// same layout.
 // Four 8 x 8 matrices of 16-bit words into shared memory, one instruction per warp: lanes 8i..8i+7
 // give the addresses of matrix i's eight 16-byte rows, and each lane's register i holds its two
 // words of matrix i at row lane / 4, columns 2 (lane % 4) and + 1: the accumulators' own layout.
@@ -277,6 +274,9 @@ __device__ __forceinline__ void stmatrix_x4(u32 addr, u32 m0, u32 m1, u32 m2, u3
                "r"(m2), "r"(m3)
                : "memory");
 }
+// The transpose of an 8 x 8 matrix of 16-bit values held across a warp, two per lane (lane l:
+// row l / 4, columns 2 (l % 4) and + 1, the lower column in the lower half); the result in the
+// same layout.
 __device__ __forceinline__ u32 movmatrix_trans(u32 x) {
   u32 y;
   asm volatile("movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;\n" : "=r"(y) : "r"(x));
