@@ -8,7 +8,8 @@
 #   OUT=/some/dir scripts/gpu_power.sh [--only CASE] [--skew S] [--specs "SPEC;SPEC"] [--hold SECONDS]
 #
 # --only: one gpu_bench case (default "mixtral prefill up"); --skew: its router skew (default 0);
-# --specs: ';'-separated overrides, an empty one for the planner's kernel (default ";cluster=2;bm=192");
+# --specs: ';'-separated overrides, each held once, an empty one for the planner's kernel ("" or ";": it alone;
+# default ";cluster=2;bm=192");
 # --hold: seconds per kernel (default 4). Writes $OUT/power_table.md, $OUT/power.json, the samples
 # ($OUT/smi.csv) and gpu_bench's JSON per override ($OUT/power_N.json). Uses .devbin/gpu_bench
 # (scripts/gpu_bundle.sh) where it runs, else builds it.
@@ -38,8 +39,15 @@ rm -f "$OUT"/power_[0-9]*.json
 nvidia-smi --query-gpu=timestamp,power.draw,clocks.sm,clocks_event_reasons.active --format=csv,noheader,nounits \
   -lms 100 > "$OUT/smi.csv" 2> "$OUT/smi.err" &
 sampler=$!
-IFS=';' read -ra list <<< "$specs"
-[ "${specs: -1}" = ";" ] && list+=("")  # (read drops a trailing empty field)
+IFS=';' read -ra raw <<< "$specs"
+[ "${specs: -1}" = ";" ] && raw+=("")  # (read drops a trailing empty field)
+[ ${#raw[@]} -eq 0 ] && raw=("")        # --specs "": the planner's kernel alone
+list=()                                 # each spec once (";" would name the planner's kernel twice)
+for spec in "${raw[@]}"; do
+  dup=0
+  for seen in "${list[@]+"${list[@]}"}"; do [ "$seen" = "$spec" ] && dup=1; done
+  [ $dup = 0 ] && list+=("$spec")
+done
 i=0
 for spec in "${list[@]}"; do
   echo "gpu_power: RAGDOT_CUDA_VARIANT=$spec" >&2
