@@ -8,8 +8,8 @@
 #   OUT=/some/dir scripts/gpu_power.sh [--only CASE] [--skew S] [--specs "SPEC;SPEC"] [--hold SECONDS]
 #
 # --only: one gpu_bench case (default "mixtral prefill up"); --skew: its router skew (default 0);
-# --specs: ';'-separated overrides, each held once, an empty one for the planner's kernel ("" or ";": it alone;
-# default ";cluster=2;bm=192");
+# --specs: ';'-separated overrides, each held once, an empty one for the planner's kernel ("" or
+# ";": it alone; default ";cluster=2;bm=192");
 # --hold: seconds per kernel (default 4). Writes $OUT/power_table.md, $OUT/power.json, the samples
 # ($OUT/smi.csv) and gpu_bench's JSON per override ($OUT/power_N.json). Uses .devbin/gpu_bench
 # (scripts/gpu_bundle.sh) where it runs, else builds it.
