@@ -708,8 +708,7 @@ Result<KernelVariant> override_variant(const KernelVariant& v, const VariantSpec
   // elsewhere the key is ignored
   if (spec.strips && out.family == KernelFamily::kWgmma && out.mode == 2) {
     if (*spec.strips && !out.strips) {
-      if (out.cluster > 1)
-        return invalid_argument("RAGDOT_CUDA_VARIANT: strips=on keeps B in one CTA's shared memory; not with cluster");
+      // (clusters, which strips cannot take: the check after all keys says so)
       out = in_strips(out, d, groups);
       if (spec.stages) out.stages = *spec.stages;
     } else if (!*spec.strips && out.strips) {
@@ -727,7 +726,8 @@ Result<KernelVariant> override_variant(const KernelVariant& v, const VariantSpec
   }
   if (!out.strips) out.pingpong = false;
   if (out.strips && out.cluster > 1)
-    return invalid_argument("RAGDOT_CUDA_VARIANT: " + out.name() + ": strips keep B in one CTA's shared memory");
+    return invalid_argument("RAGDOT_CUDA_VARIANT: " + out.name() +
+                            ": strips (strips=on) keep B in one CTA's shared memory; not with cluster");
   if (out.gather_a && out.mode == 2 && (out.cluster > 1 || out.strips || out.tma_store || out.split_tail))
     return invalid_argument("RAGDOT_CUDA_VARIANT: " + out.name() +
                             ": the weight gradient on gathered rows runs one CTA per tile with the register "
