@@ -15,8 +15,8 @@ extern "C" __global__ void ragdot_check_group_sizes(const RagdotKernelParams p, 
       const i64 idx = row * p.num_groups + i;
       const i64 v = p.gs_is_int64 ? ((const i64*)p.group_sizes)[idx] : (i64)((const int*)p.group_sizes)[idx];
       if (v < 0) bad |= 1;
-      if (v > p.ragged_extent) bad |= 2;  // also keeps the running sum from overflowing
-      if (v > 0) sum += v;
+      if (v > p.ragged_extent) bad |= 2;
+      else if (v > 0) sum += v;  // each term at most the extent: the sum cannot overflow
     }
     if (sum > p.ragged_extent) bad |= 2;
   }

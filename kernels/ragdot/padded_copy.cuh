@@ -22,7 +22,7 @@ __device__ void ragdot_padded_starts(const RagdotPaddedParams& p, ragdot_padded_
       ragdot_padded_i64 v = p.gs_is_int64 ? ((const ragdot_padded_i64*)p.group_sizes)[g]
                                           : (ragdot_padded_i64)((const int*)p.group_sizes)[g];
       if (v < 0) v = 0;
-      sum = sum + v > p.extent ? p.extent : sum + v;
+      sum = v > p.extent - sum ? p.extent : sum + v;  // sum <= extent: no overflow for any 64-bit v
     }
   }
   __syncthreads();

@@ -97,13 +97,15 @@ struct Scheduler {
     const int per_thread = (G + kThreads - 1) / kThreads;
     const int first = threadIdx.x * per_thread, last = imin(first + per_thread, G);
     const i64 extent = p.ragged_extent;
+    // Each size is clamped to [0, extent] before it is added, so that no sum of 64-bit sizes can
+    // wrap around (G * extent < 2^63) and the capped starts stay in [0, extent].
     i64 local = 0;
-    for (int i = first; i < last; ++i) local += imax(read_size(p, gs_row, i), (i64)0);
+    for (int i = first; i < last; ++i) local += clamped_size(p, gs_row, i, extent);
     i64 total;
     i64 running = block_exclusive_scan<kThreads>(local, scan_scratch, total);
     for (int i = first; i < last; ++i) {
       starts[i] = (int)imin(running, extent);
-      running += imax(read_size(p, gs_row, i), (i64)0);
+      running += clamped_size(p, gs_row, i, extent);
     }
     if (threadIdx.x == 0) starts[G] = (int)imin(total, extent);
     __syncthreads();
@@ -188,6 +190,9 @@ struct Scheduler {
   __device__ __forceinline__ static i64 read_size(const RagdotKernelParams& p, i64 row, int i) {
     const i64 idx = row * p.num_groups + i;
     return p.gs_is_int64 ? ((const i64*)p.group_sizes)[idx] : (i64)((const int*)p.group_sizes)[idx];
+  }
+  __device__ __forceinline__ static i64 clamped_size(const RagdotKernelParams& p, i64 row, int i, i64 extent) {
+    return imin(imax(read_size(p, row, i), (i64)0), extent);
   }
 
   // Mode 1 segment rows: [begin, end) in m.

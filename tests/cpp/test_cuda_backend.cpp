@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <optional>
 #include <regex>
 #include <string>
@@ -1914,6 +1915,123 @@ TEST(CudaBackend, UncheckedModeClampsBadGroupSizes) {
   const auto err = dev_ops.run_error(*plan, dev_ops.args(gpu()->stream()), clamped);
   ASSERT_TRUE(err.ok()) << err.status().to_string();
   EXPECT_LT(*err, 6e-3);
+}
+
+// 64-bit sizes whose sum passes 2^63: the device's prefix sum must cap them at the ragged extent,
+// not wrap around to negative starts (which would send the zero segments' tiles before `out`).
+// The output sits between two poisoned guard regions that must come back untouched.
+TEST(CudaBackend, UncheckedModeCapsSixtyFourBitSizesThatWouldOverflow) {
+  REQUIRE_GPU();
+  GraphFixture f;
+  RaggedDotSpec spec;
+  spec.lhs = {DType::kBF16, {f.m, f.k}};
+  spec.rhs = {DType::kBF16, {f.g, f.k, f.n}};
+  spec.group_sizes = {DType::kI64, {f.g}};
+  spec.dims = RaggedDotDimensionNumbers::ragged_dot();
+  auto op = RaggedDot::create(spec);
+  ASSERT_TRUE(op.ok()) << op.status().to_string();
+  // the cuda backend, and the GPU padded baseline with a capacity (its device-side path)
+  PlanOptions cuda_options, padded_options;
+  cuda_options.backend = "cuda";
+  padded_options.backend = "padded";
+  padded_options.memory_space = MemorySpace::kDevice;
+  padded_options.padded_capacity_factor = 8.0;  // capacity 1600 rows: nothing dropped
+  for (const PlanOptions& po : {cuda_options, padded_options}) {
+    SCOPED_TRACE(po.backend);
+    auto plan = make_plan(*op, po);
+    ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+    ASSERT_FALSE(plan->needs_host_sync()) << plan->variant();
+    FixtureOnDevice dev_ops(f, std::max<std::size_t>(plan->workspace_bytes(), 16));
+    ASSERT_TRUE(dev_ops.upload_inputs().is_ok());
+    constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+    const std::vector<std::vector<std::int64_t>> bad = {
+        {300, kMax, kMax, 5, -3, 7},       // group 1 takes the rest; the sum of all wraps to negative
+        {kMax, kMax, kMax, kMax, kMax, kMax},
+        {-kMax, kMax, 1, kMax, -1, 2},     // a wrap-around that lands near zero
+    };
+    const std::vector<std::vector<std::int32_t>> clamped = {
+        {300, 900, 0, 0, 0, 0}, {1200, 0, 0, 0, 0, 0}, {0, 1200, 0, 0, 0, 0}};
+    const std::size_t out_elems = std::size_t(f.m * f.n), guard = 8192;  // elements each side
+    DeviceBuffer dg64(std::size_t(f.g) * 8), dbig((out_elems + 2 * guard) * 2);
+    for (std::size_t c = 0; c < bad.size(); ++c) {
+      SCOPED_TRACE("case " + std::to_string(c));
+      std::vector<std::uint16_t> host(out_elems + 2 * guard, 0x7fc1);  // a NaN
+      ASSERT_TRUE(gpu()->upload(dbig.p, host.data(), host.size() * 2).is_ok());
+      ASSERT_TRUE(gpu()->upload(dg64.p, bad[c].data(), bad[c].size() * 8).is_ok());
+      ExecuteArgs a = dev_ops.args(gpu()->stream());
+      a.group_sizes = {dg64.p, std::size_t(f.g) * 8, MemorySpace::kDevice};
+      a.out = {static_cast<char*>(dbig.p) + guard * 2, out_elems * 2, MemorySpace::kDevice};
+      ASSERT_TRUE(plan->execute(a).is_ok());
+      ASSERT_TRUE(gpu()->synchronize().is_ok());
+      ASSERT_TRUE(gpu()->download(host.data(), dbig.p, host.size() * 2).is_ok());
+      std::size_t touched = 0;
+      for (std::size_t i = 0; i < guard; ++i) touched += (host[i] != 0x7fc1) + (host[guard + out_elems + i] != 0x7fc1);
+      EXPECT_EQ(touched, 0u) << "elements written outside the output";
+      const std::vector<std::uint16_t> out(host.begin() + guard, host.begin() + guard + out_elems);
+      EXPECT_LT(rel_error(out, f.expected(clamped[c])), 6e-3);
+    }
+  }
+}
+
+// Bad device buffers get a clear error before anything is launched: the poisoned output comes
+// back untouched.
+TEST(CudaBackend, RejectsNullMisalignedAndShortDeviceBuffers) {
+  REQUIRE_GPU();
+  GraphFixture f;
+  auto plan = f.cuda_plan();
+  ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+  FixtureOnDevice dev_ops(f);
+  ASSERT_TRUE(dev_ops.upload_inputs().is_ok());
+  const std::vector<std::int32_t> gs = {200, 0, 500, 1, 499, 0};
+  ASSERT_TRUE(gpu()->upload(dev_ops.dg.p, gs.data(), gs.size() * 4).is_ok());
+  const std::size_t out_elems = std::size_t(f.m * f.n);
+  const std::vector<std::uint16_t> poison(out_elems, 0x7fc1);
+  ASSERT_TRUE(gpu()->upload(dev_ops.dout.p, poison.data(), out_elems * 2).is_ok());
+  const ExecuteArgs good = dev_ops.args(gpu()->stream());
+  const auto shifted = [](const void* p, std::size_t by) { return static_cast<const char*>(p) + by; };
+  struct Bad {
+    const char* what;
+    ExecuteArgs args;
+    const char* message;
+  };
+  std::vector<Bad> bad;
+  for (int i = 0; i < 9; ++i) {
+    ExecuteArgs a = good;
+    switch (i) {
+      case 0: a.lhs.data = nullptr; bad.push_back({"null lhs", a, "lhs is null"}); break;
+      case 1: a.rhs.data = nullptr; bad.push_back({"null rhs", a, "rhs is null"}); break;
+      case 2: a.group_sizes.data = nullptr; bad.push_back({"null group sizes", a, "group_sizes is null"}); break;
+      case 3: a.out.data = nullptr; bad.push_back({"null out", a, "out is null"}); break;
+      case 4:  // 2 bytes off: a bf16 element's alignment, not the 16 bytes TMA and vector loads need
+        a.lhs.data = shifted(a.lhs.data, 2);  // the size it claims is right: only the alignment is wrong
+        bad.push_back({"misaligned lhs", a, "lhs is not aligned to 16 bytes"});
+        break;
+      case 5:
+        a.rhs.data = shifted(a.rhs.data, 8);
+        bad.push_back({"misaligned rhs", a, "rhs is not aligned to 16 bytes"});
+        break;
+      case 6:
+        a.out.data = static_cast<char*>(dev_ops.dout.p) + 2, a.out.bytes -= 2;
+        bad.push_back({"misaligned and short out", a, "out has"});
+        break;
+      case 7: a.lhs.bytes -= 2; bad.push_back({"short lhs", a, "lhs has"}); break;
+      case 8: a.group_sizes.bytes = 4; bad.push_back({"short group sizes", a, "group_sizes has"}); break;
+    }
+  }
+  for (const Bad& b : bad) {
+    const Status st = plan->execute(b.args);
+    EXPECT_FALSE(st.is_ok()) << b.what;
+    EXPECT_NE(st.message().find(b.message), std::string::npos) << b.what << ": " << st.to_string();
+  }
+  ASSERT_TRUE(gpu()->synchronize().is_ok());
+  std::vector<std::uint16_t> out(out_elems);
+  ASSERT_TRUE(gpu()->download(out.data(), dev_ops.dout.p, out_elems * 2).is_ok());
+  EXPECT_EQ(std::memcmp(out.data(), poison.data(), out_elems * 2), 0) << "a rejected call wrote the output";
+  // and the good arguments still run
+  ASSERT_TRUE(plan->execute(good).is_ok());
+  ASSERT_TRUE(gpu()->synchronize().is_ok());
+  ASSERT_TRUE(gpu()->download(out.data(), dev_ops.dout.p, out_elems * 2).is_ok());
+  EXPECT_LT(rel_error(out, f.expected(gs)), 6e-3);
 }
 
 TEST(CudaBackend, RejectsHostBuffers) {
