@@ -65,11 +65,14 @@ void compile_all(const DeviceTraits& d) {
           failures[i] = out.status().message();
           continue;
         }
-        const Resources r = resources_of(out->log);
-        if (r.spill_stores != 0 || r.spill_loads != 0 || r.stack != 0)
-          failures[i] = "uses local memory: stack " + std::to_string(r.stack) + ", spill stores " +
-                        std::to_string(r.spill_stores) + ", spill loads " + std::to_string(r.spill_loads) + "\n" +
-                        out->log;
+        // both of the module's kernels: the group GEMM and checked mode's group-size check
+        for (const char* entry : {kKernelEntry, "ragdot_check_group_sizes"}) {
+          const Resources r = resources_of(out->log, entry);
+          if (r.spill_stores != 0 || r.spill_loads != 0 || r.stack != 0)
+            failures[i] += std::string(entry) + " uses local memory: stack " + std::to_string(r.stack) +
+                           ", spill stores " + std::to_string(r.spill_stores) + ", spill loads " +
+                           std::to_string(r.spill_loads) + "\n" + out->log;
+        }
         if (out->cubin.size() < 16 || std::string(out->cubin.data() + 1, 3) != "ELF") failures[i] += " not an ELF cubin";
       }
     });
@@ -199,6 +202,70 @@ TEST(CudaCodegen, PlannerPicksTensorCoresForMoeLayouts) {
 
 // The SwiGLU epilogue (PlanOptions::swiglu_epilogue) is the Hopper family's, for an [E, K, N]
 // rhs and 16-bit outputs; elsewhere the cuda backend says it cannot, so the planner moves on.
+// CI compiles all_variants; the planner must never choose a variant outside that list, or a
+// user's first plan would be the first compile of its kernel. Sweeps choose_variant over every
+// mode, dtype triple, weight layout, fused row form and a spread of shapes and group counts
+// (rows per group from under one to thousands) on a Hopper and an Ampere device.
+TEST(CudaCodegen, EveryVariantThePlannerChoosesIsCompiledInCi) {
+  const DType types[] = {DType::kF32, DType::kBF16, DType::kF16};
+  std::size_t chosen = 0;
+  std::set<std::string> missing;
+  for (const DeviceTraits& d : {DeviceTraits{9, 0, 227 * 1024, 132}, DeviceTraits{8, 0, 163 * 1024, 108}}) {
+    const std::vector<KernelVariant> all = all_variants(d);
+    const std::set<std::string> compiled = [&] {
+      std::set<std::string> names;
+      for (const KernelVariant& v : all) names.insert(v.name());
+      return names;
+    }();
+    for (int mode = 1; mode <= 3; ++mode)
+      for (DType in : types)
+        for (DType out : types)
+          for (bool b_k : {false, true})
+            for (int fused = 0; fused < 5; ++fused)  // none, gathered rows, scatter, both, SwiGLU
+              for (std::int64_t n : {64, 200, 256, 768, 1536, 4096})
+                for (std::int64_t m : {64, 1024, 4096, 32768})
+                  for (std::int64_t k : {256, 2048, 32768})
+                    for (std::int64_t g : {8, 128, 256, 1000})
+                      for (bool small_on_wgmma : {true, false}) {
+                        const bool gather = fused == 1 || fused == 3, scatter = fused == 2 || fused == 3;
+                        if (mode != 1 && (scatter || fused == 4)) continue;
+                        if (mode == 3 && gather) continue;
+                        core::GroupGemmProblem p;
+                        p.lhs_dtype = p.rhs_dtype = in;
+                        p.out_dtype = out;
+                        p.num_groups = p.computed_groups = g;
+                        p.m = m, p.n = n, p.k = k;
+                        if (mode == 2) {  // out[g] = lhs_g^T rhs_g, ragged along k
+                          p.mode = RaggedMode::kContracting;
+                          p.ragged_extent = k;
+                          p.lhs_m = 1, p.lhs_k = m;
+                          p.rhs_g = 0, p.rhs_k = n, p.rhs_n = 1;
+                          p.out_g = m * n, p.out_m = n, p.out_n = 1;
+                        } else {
+                          p.mode = mode == 1 ? RaggedMode::kNonContracting : RaggedMode::kBatch;
+                          p.ragged_extent = m;
+                          p.lhs_m = k, p.lhs_k = 1;
+                          p.rhs_g = k * n;
+                          if (b_k) p.rhs_k = 1, p.rhs_n = k;
+                          else p.rhs_k = n, p.rhs_n = 1;
+                          p.out_m = fused == 4 ? n / 2 : n, p.out_n = 1;
+                          if (mode == 3) p.out_g = m * n;
+                        }
+                        if (gather) p.lhs_gather_rows = 4096;
+                        if (scatter) p.out_scatter_rows = 4096;
+                        p.swiglu_epilogue = fused == 4;
+                        const auto v = choose_variant(p, d, small_on_wgmma);
+                        if (!v.ok()) continue;
+                        ++chosen;
+                        if (!compiled.count(v->name())) missing.insert(v->name() + " (sm_" + std::to_string(d.cc_major) + "0)");
+                      }
+  }
+  EXPECT_GT(chosen, 10000u);  // the sweep reached the planner, not only its refusals
+  std::string list;
+  for (const std::string& name : missing) list += "\n  " + name;
+  EXPECT_TRUE(missing.empty()) << missing.size() << " chosen variants CI does not compile:" << list;
+}
+
 TEST(CudaCodegen, SwigluEpilogueIsPlannedOnTheHopperFamilyOnly) {
   core::GroupGemmProblem p;
   p.mode = RaggedMode::kNonContracting;
@@ -1149,61 +1216,93 @@ TEST(CudaCodegen, MixedOrderIsOptIn) {
 // The Hopper variants must really run on the wgmma tensor-core path (HGMMA in the machine code),
 // load through TMA (UTMALDG), wait on mbarriers (SYNCS), keep registers out of local memory, and
 // have setmaxnreg honoured (ptxas warns with C7508 when it is not).
+// What one Hopper variant's machine code must show (an empty string when it does).
+std::string hopper_sass_failures(const KernelVariant& v, const std::string& log, const std::string& sass) {
+  std::string f;
+  const auto expect = [&](bool ok, const std::string& what) {
+    if (!ok) f += "\n  " + what;
+  };
+  expect(log.find("C7508") == std::string::npos, "setmaxnreg ignored");
+  expect(log.find("C7520") == std::string::npos, "wgmma pipeline serialized");
+  // the static shared memory the stage counts leave room for (the device's limit counts it too)
+  const std::size_t entry = log.find("'ragdot_group_gemm'");
+  const std::size_t used = entry == std::string::npos ? entry : log.find(" bytes smem", entry);
+  if (used == std::string::npos) return f + "\n  no ptxas report of ragdot_group_gemm\n" + log;
+  const std::size_t number = log.find_last_of(' ', used - 1) + 1;
+  expect(std::stoll(log.substr(number, used - number)) <= kWgmmaStaticSmemBytes, "static shared memory over budget");
+  if (sass.find("ragdot_group_gemm") == std::string::npos) return f + "\n  no SASS: " + sass.substr(0, 500);
+  expect(sass.find("HGMMA") != std::string::npos, "no HGMMA in the SASS");
+  expect(sass.find("UTMALDG") != std::string::npos, "no TMA load in the SASS");
+  expect(sass.find("SYNCS") != std::string::npos, "no mbarrier wait in the SASS");
+  // CTA pairs: B (m pairs, 3-D boxes) and/or A (n pairs, 2-D boxes) through TMA multicast, a
+  // cluster barrier around the kernel; one-CTA variants neither. Gathered rows in n pairs: no
+  // multicast, each CTA's gathered half sent to the other by a shared-to-shared bulk copy.
+  const bool gathered_pair = v.gather_a && v.cluster > 1;
+  expect((sass.find("UTMALDG.3D.MULTICAST") != std::string::npos) == v.pairs_along_m(), "B multicast");
+  expect((sass.find("UTMALDG.2D.MULTICAST") != std::string::npos) == (v.pairs_along_n() && !gathered_pair),
+         "A multicast");
+  expect((sass.find(".MULTICAST") != std::string::npos) == (v.cluster > 1 && !gathered_pair), "multicast");
+  expect((sass.find("UBLKCP.S.S") != std::string::npos) == gathered_pair, "rows sent to the other CTA");
+  // the TMA-store epilogue stores through TMA (UTMASTG); the others from registers only
+  expect((sass.find("UTMASTG") != std::string::npos) == v.tma_store, "TMA stores");
+  // rows added into a table: 16-byte f32 vector reductions, and no plain stores of the product
+  expect((sass.find("REDG.E.ADD.F32x4") != std::string::npos) == v.scatter_out, "vector reductions");
+  expect((sass.find("UCGABAR_WAIT") != std::string::npos) == (v.cluster > 1), "cluster barrier");
+  expect(sass.find("LDL") == std::string::npos, "local-memory loads in the SASS");
+  expect(sass.find("STL") == std::string::npos, "local-memory stores in the SASS");
+  return f;
+}
+
+// Every variant of the Hopper family (all output types), compiled and disassembled in worker
+// threads: the machine code must use wgmma, TMA and mbarriers, and never local memory.
 TEST(CudaCodegen, HopperVariantsUseWgmmaAndTma) {
   const std::string cuobjdump = find_cuobjdump();
   ASSERT_FALSE(cuobjdump.empty()) << "cuobjdump not found: pip install nvidia-cuda-cuobjdump, or set RAGDOT_CUOBJDUMP";
   const DeviceTraits h{9, 0, 227 * 1024};
-  int checked = 0, pairs = 0, tma_stores = 0, scatters = 0, strips = 0;
-  for (const auto& v : all_variants(h)) {
-    if (v.family != KernelFamily::kWgmma || v.out != DType::kBF16) continue;
-    const auto out = compile_to_cubin(generate_source(v), "ragdot_kernel.cu", embedded_kernel_headers(), arch_for(h));
-    ASSERT_TRUE(out.ok()) << v.name() << ": " << out.status().message();
-    EXPECT_EQ(out->log.find("C7508"), std::string::npos) << v.name() << ": setmaxnreg ignored\n" << out->log;
-    EXPECT_EQ(out->log.find("C7520"), std::string::npos) << v.name() << ": wgmma pipeline serialized\n" << out->log;
-    // the static shared memory the stage counts leave room for (the device's limit counts it too)
-    const std::size_t entry = out->log.find("'ragdot_group_gemm'");
-    const std::size_t used = out->log.find(" bytes smem", entry);
-    ASSERT_TRUE(entry != std::string::npos && used != std::string::npos) << v.name() << "\n" << out->log;
-    const std::size_t number = out->log.find_last_of(' ', used - 1) + 1;
-    EXPECT_LE(std::stoll(out->log.substr(number, used - number)), kWgmmaStaticSmemBytes) << v.name() << "\n" << out->log;
-    const fs::path cubin = fs::temp_directory_path() / ("ragdot-sass-" + std::to_string(::getpid()) + ".cubin");
-    {
-      std::ofstream f(cubin, std::ios::binary);
-      f.write(out->cubin.data(), std::streamsize(out->cubin.size()));
-    }
-    const std::string sass = run_and_capture("'" + cuobjdump + "' -sass '" + cubin.string() + "' 2>&1");
-    fs::remove(cubin);
-    ASSERT_NE(sass.find("ragdot_group_gemm"), std::string::npos) << v.name() << ": no SASS\n" << sass.substr(0, 500);
-    EXPECT_NE(sass.find("HGMMA"), std::string::npos) << v.name() << ": no HGMMA in the SASS";
-    EXPECT_NE(sass.find("UTMALDG"), std::string::npos) << v.name() << ": no TMA load in the SASS";
-    EXPECT_NE(sass.find("SYNCS"), std::string::npos) << v.name() << ": no mbarrier wait in the SASS";
-    // CTA pairs: B (m pairs, 3-D boxes) and/or A (n pairs, 2-D boxes) through TMA multicast, a
-    // cluster barrier around the kernel; one-CTA variants neither. Gathered rows in n pairs: no
-    // multicast, each CTA's gathered half sent to the other by a shared-to-shared bulk copy.
-    const bool gathered_pair = v.gather_a && v.cluster > 1;
-    EXPECT_EQ(sass.find("UTMALDG.3D.MULTICAST") != std::string::npos, v.pairs_along_m()) << v.name() << ": B multicast";
-    EXPECT_EQ(sass.find("UTMALDG.2D.MULTICAST") != std::string::npos, v.pairs_along_n() && !gathered_pair)
-        << v.name() << ": A multicast";
-    EXPECT_EQ(sass.find(".MULTICAST") != std::string::npos, v.cluster > 1 && !gathered_pair) << v.name() << ": multicast";
-    EXPECT_EQ(sass.find("UBLKCP.S.S") != std::string::npos, gathered_pair) << v.name() << ": rows sent to the other CTA";
-    // the TMA-store epilogue stores through TMA (UTMASTG); the others from registers only
-    EXPECT_EQ(sass.find("UTMASTG") != std::string::npos, v.tma_store) << v.name() << ": TMA stores";
+  std::vector<KernelVariant> hopper;
+  for (const auto& v : all_variants(h))
+    if (v.family == KernelFamily::kWgmma) hopper.push_back(v);
+  std::vector<std::string> failures(hopper.size());
+  const unsigned workers = std::max(1u, std::thread::hardware_concurrency());
+  std::vector<std::thread> pool;
+  for (unsigned w = 0; w < workers; ++w) {
+    pool.emplace_back([&, w] {
+      const fs::path cubin = fs::temp_directory_path() /
+                             ("ragdot-sass-" + std::to_string(::getpid()) + "-" + std::to_string(w) + ".cubin");
+      for (std::size_t i = w; i < hopper.size(); i += workers) {
+        const auto out =
+            compile_to_cubin(generate_source(hopper[i]), "ragdot_kernel.cu", embedded_kernel_headers(), arch_for(h));
+        if (!out.ok()) {
+          failures[i] = out.status().message();
+          continue;
+        }
+        {
+          std::ofstream f(cubin, std::ios::binary);
+          f.write(out->cubin.data(), std::streamsize(out->cubin.size()));
+        }
+        failures[i] = hopper_sass_failures(hopper[i], out->log, run_and_capture("'" + cuobjdump + "' -sass '" + cubin.string() + "' 2>&1"));
+      }
+      fs::remove(cubin);
+    });
+  }
+  for (auto& t : pool) t.join();
+  int pairs = 0, tma_stores = 0, scatters = 0, strips = 0, f16_out = 0, f32_out = 0;
+  for (std::size_t i = 0; i < hopper.size(); ++i) {
+    const KernelVariant& v = hopper[i];
+    EXPECT_TRUE(failures[i].empty()) << v.name() << ":" << failures[i];
+    pairs += v.cluster > 1;
     tma_stores += v.tma_store;
-    // rows added into a table: 16-byte f32 vector reductions, and no plain stores of the product
-    EXPECT_EQ(sass.find("REDG.E.ADD.F32x4") != std::string::npos, v.scatter_out) << v.name() << ": vector reductions";
     scatters += v.scatter_out;
     strips += v.strips;
-    EXPECT_EQ(sass.find("UCGABAR_WAIT") != std::string::npos, v.cluster > 1) << v.name() << ": cluster barrier";
-    EXPECT_EQ(sass.find("LDL"), std::string::npos) << v.name() << ": local-memory loads in the SASS";
-    EXPECT_EQ(sass.find("STL"), std::string::npos) << v.name() << ": local-memory stores in the SASS";
-    ++checked;
-    pairs += v.cluster > 1;
+    f16_out += v.out == DType::kF16;
+    f32_out += v.out == DType::kF32;
   }
-  EXPECT_GE(checked, 4);
-  EXPECT_GE(pairs, 9);  // along m, n and both: mode 1 with both weight layouts, mode 2
-  EXPECT_GE(tma_stores, 2);  // both tile widths
-  EXPECT_GE(scatters, 6);    // both tile widths, both weight layouts, gathered rows
-  EXPECT_GE(strips, 2);      // weight-gradient strips beside the largest scheduler table and a small one
+  EXPECT_GE(pairs, 9);        // along m, n and both: mode 1 with both weight layouts, mode 2
+  EXPECT_GE(tma_stores, 2);   // both tile widths
+  EXPECT_GE(scatters, 8);     // both tile widths, both weight layouts, with and without gathered rows
+  EXPECT_GE(strips, 2);       // weight-gradient strips beside the largest scheduler table and a small one
+  EXPECT_GE(f16_out, 1);      // every output type's machine code, not only bf16's
+  EXPECT_GE(f32_out, 1);
 }
 
 class CacheDir {
@@ -1270,9 +1369,12 @@ TEST(KernelCache, CorruptEntryIsRecompiledNotTrusted) {
     {
       std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
       ASSERT_TRUE(f);
-      if (damage == 0) {  // flip a byte of the cubin
-        f.seekp(-40, std::ios::end);
-        f.put('\x5a');
+      if (damage == 0) {  // flip a byte in the middle of the cubin (the entry ends with the log)
+        const std::size_t from_end = (*first)->log.size() + (*first)->cubin.size() / 2;
+        f.seekg(-std::streamoff(from_end), std::ios::end);
+        const char was = char(f.get());
+        f.seekp(-std::streamoff(from_end), std::ios::end);
+        f.put(char(was ^ 0x5a));
       } else if (damage == 1) {  // wrong magic
         f.seekp(0);
         f.put('X');
@@ -1364,12 +1466,36 @@ TEST(KernelCache, AnEntryUnderAnotherKeyIsNotTrusted) {
   EXPECT_EQ(cache.stats().rejected_entries, rejected + 1);
 }
 
-TEST(KernelCache, KeyCoversSourceArchAndHeaders) {
+TEST(KernelCache, KeyCoversSourceArchCompilerOptionsAndHeaders) {
   const std::string src = small_source();
-  EXPECT_NE(KernelCache::key_for(src, "sm_80"), KernelCache::key_for(src, "sm_90a"));
-  EXPECT_NE(KernelCache::key_for(src, "sm_80"), KernelCache::key_for(src + " ", "sm_80"));
-  EXPECT_EQ(KernelCache::key_for(src, "sm_80"), KernelCache::key_for(src, "sm_80"));
-  EXPECT_GE(embedded_kernel_headers().size(), 5u);
+  const std::string compiler = nvrtc_build();
+  ASSERT_FALSE(compiler.empty());
+  EXPECT_NE(compiler.find(nvrtc_version() + " libnvrtc"), std::string::npos) << compiler;  // the library's file too
+  const std::vector<std::string> options = compile_options("sm_80");
+  const std::vector<SourceFile>& headers = embedded_kernel_headers();
+  ASSERT_GE(headers.size(), 5u);
+  const std::string key = KernelCache::key_for(src, "sm_80", compiler, options, headers);
+  // the short form hashes exactly this process's compiler, options and headers
+  EXPECT_EQ(KernelCache::key_for(src, "sm_80"), key);
+  EXPECT_NE(KernelCache::key_for(src, "sm_90a"), key);
+  EXPECT_NE(KernelCache::key_for(src + " ", "sm_80"), key);
+  // each input alone changes the key
+  EXPECT_NE(KernelCache::key_for(src, "sm_80", compiler + "1", options, headers), key);  // another NVRTC build
+  std::vector<std::string> more_options = options;
+  more_options.push_back("-G");
+  EXPECT_NE(KernelCache::key_for(src, "sm_80", compiler, more_options, headers), key);
+  std::vector<std::string> changed_option = options;
+  changed_option.back() += "0";
+  EXPECT_NE(KernelCache::key_for(src, "sm_80", compiler, changed_option, headers), key);
+  for (std::size_t i : {std::size_t(0), headers.size() / 2, headers.size() - 1}) {
+    std::vector<SourceFile> edited = headers;
+    edited[i].text += "\n";  // one header's text
+    EXPECT_NE(KernelCache::key_for(src, "sm_80", compiler, options, edited), key) << headers[i].name;
+    edited = headers;
+    edited[i].name += "x";  // or its name
+    EXPECT_NE(KernelCache::key_for(src, "sm_80", compiler, options, edited), key) << headers[i].name;
+  }
+  EXPECT_NE(KernelCache::key_for(src, "sm_80", compiler, options, {headers.begin(), headers.end() - 1}), key);
 }
 
 }  // namespace

@@ -863,10 +863,11 @@ std::vector<KernelVariant> all_variants(const DeviceTraits& d) {
                   out.push_back(v);
                 }
               }
-            // rows added into a table (PlanOptions::out_scatter_rows), both weight layouts, gathered rows
+            // rows added into a table (PlanOptions::out_scatter_rows): both weight layouts, each
+            // with and without gathered rows
             if (o != DType::kF32)
-              for (int form = 0; form < 3; ++form) {
-                KernelVariant v = wgmma_variant(1, in, o, form == 1, bn, d, form == 2);
+              for (int form = 0; form < 4; ++form) {
+                KernelVariant v = wgmma_variant(1, in, o, (form & 1) != 0, bn, d, (form & 2) != 0);
                 v.scatter_out = true;
                 out.push_back(v);
               }
