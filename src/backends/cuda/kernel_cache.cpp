@@ -44,10 +44,16 @@ KernelCache& KernelCache::instance() {
 }
 
 std::string KernelCache::key_for(const std::string& source, const std::string& arch) {
+  return key_for(source, arch, nvrtc_build(), compile_options(arch), embedded_kernel_headers());
+}
+
+std::string KernelCache::key_for(const std::string& source, const std::string& arch, const std::string& compiler,
+                                 const std::vector<std::string>& options, const std::vector<SourceFile>& headers) {
   ContentHash h;
-  h.add_field("ragdot-kernel-cache-v1").add_field(source).add_field(arch).add_field(nvrtc_version());
-  for (const auto& o : compile_options(arch)) h.add_field(o);
-  for (const auto& f : embedded_kernel_headers()) h.add_field(f.name).add_field(f.text);
+  h.add_field("ragdot-kernel-cache-v2").add_field(source).add_field(arch).add_field(compiler);
+  h.add_field(std::to_string(options.size()));
+  for (const auto& o : options) h.add_field(o);
+  for (const auto& f : headers) h.add_field(f.name).add_field(f.text);
   return h.hex();
 }
 

@@ -38,7 +38,11 @@ class KernelCache {
   Result<std::shared_ptr<const CompiledKernel>> get(const std::string& source, const std::string& source_name,
                                                     const std::string& arch);
 
+  // The key of `source` on `arch` with this process's NVRTC, compile options and embedded headers;
+  // the second form takes each input explicitly (what the first hashes, so tests can vary each).
   static std::string key_for(const std::string& source, const std::string& arch);
+  static std::string key_for(const std::string& source, const std::string& arch, const std::string& compiler,
+                             const std::vector<std::string>& options, const std::vector<SourceFile>& headers);
   std::string entry_path(const std::string& key) const;
   CacheStats stats() const;
   // Forgets the in-memory entries (the disk stays), so the next lookup measures a disk load.

@@ -37,7 +37,7 @@ std::vector<std::string> key_fields(const core::GroupGemmProblem& p, const Devic
   for (const auto& o : p.reduce) problem << " reduce " << o.size << ':' << o.lhs << ',' << o.rhs << ',' << o.out << ',' << o.gs;
   std::ostringstream rows;
   for (std::int64_t g : sizes) rows << g << ',';
-  std::vector<std::string> fields = {problem.str(), device.describe(), nvrtc_version(), version_string(), rows.str()};
+  std::vector<std::string> fields = {problem.str(), device.describe(), nvrtc_build(), version_string(), rows.str()};
   for (const auto& c : candidates) {
     fields.push_back(c.spec);
     fields.push_back(generate_source(c.variant));

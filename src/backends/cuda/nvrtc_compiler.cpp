@@ -4,6 +4,7 @@
 #include <nvrtc.h>
 
 #include <chrono>
+#include <filesystem>
 
 #include "backends/cuda/shared_library.hpp"
 #include "core/env.hpp"
@@ -25,7 +26,19 @@ struct NvrtcApi {
   bool ok = false;
   std::string why;
   int major = 0, minor = 0;
+  std::string file;  // the library file nvrtcVersion was found in, with its size
 };
+
+// The real file (symbolic links resolved) that holds `symbol`, and its size: "libnvrtc.so.13.0.88 94105232".
+std::string library_file_of(const void* symbol) {
+  Dl_info info{};
+  if (!dladdr(symbol, &info) || !info.dli_fname) return "unknown";
+  std::error_code ec;
+  const std::filesystem::path real = std::filesystem::canonical(info.dli_fname, ec);
+  if (ec) return info.dli_fname;
+  const auto size = std::filesystem::file_size(real, ec);
+  return real.filename().string() + " " + (ec ? std::string("?") : std::to_string(size));
+}
 
 NvrtcApi load() {
   NvrtcApi a;
@@ -56,6 +69,7 @@ NvrtcApi load() {
     return a;
   }
   a.version(&a.major, &a.minor);
+  a.file = library_file_of(reinterpret_cast<const void*>(a.version));
   a.ok = true;
   return a;
 }
@@ -74,6 +88,11 @@ std::string nvrtc_version(std::string* why) {
     return {};
   }
   return std::to_string(a.major) + "." + std::to_string(a.minor);
+}
+
+std::string nvrtc_build() {
+  const NvrtcApi& a = api();
+  return a.ok ? nvrtc_version() + " " + a.file : std::string();
 }
 
 std::vector<std::string> compile_options(const std::string& arch) {

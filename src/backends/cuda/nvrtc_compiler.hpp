@@ -23,6 +23,10 @@ struct CompileOutput {
 
 // "13.0"; empty when NVRTC cannot be loaded (`why` says why).
 std::string nvrtc_version(std::string* why = nullptr);
+// The loaded NVRTC build, for cache keys: its version and the file the library resolved to, with
+// its size ("13.0 libnvrtc.so.13.0.88 94105232"), since nvrtcVersion gives no patch level and a
+// patch release may compile differently. Empty when NVRTC cannot be loaded.
+std::string nvrtc_build();
 
 // The options every compile uses for `arch` ("sm_90a", "sm_80").
 std::vector<std::string> compile_options(const std::string& arch);
