@@ -2,11 +2,16 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <string>
 
 namespace ragdot::planner {
 
 std::int64_t capacity_for_factor(double factor, std::int64_t rows, std::int64_t groups) {
   const double cap = std::ceil(factor * double(rows) / double(std::max<std::int64_t>(groups, 1)));
+  // a group never holds more than all the rows; comparing first keeps a huge (or NaN) value from
+  // an undefined conversion to int64
+  if (!(cap < double(rows))) return rows;
   return std::max<std::int64_t>(std::int64_t(cap), 0);
 }
 
@@ -19,7 +24,9 @@ Result<PaddedCapacity> padded_capacity(const core::GroupGemmProblem& p, const Pl
   PaddedCapacity c;
   c.factor = o.padded_capacity_factor;
   if (c.factor) {
-    if (!(*c.factor > 0.0)) return invalid_argument("padded_capacity_factor must be > 0");
+    if (!(std::isfinite(*c.factor) && *c.factor > 0.0)) {
+      return invalid_argument("padded_capacity_factor must be a finite number > 0");
+    }
     c.max_capacity = capacity_for_factor(*c.factor, rows, p.computed_groups);
     if (o.padded_max_group_rows) c.max_capacity = std::min(c.max_capacity, *o.padded_max_group_rows);
   } else {
@@ -27,6 +34,15 @@ Result<PaddedCapacity> padded_capacity(const core::GroupGemmProblem& p, const Pl
   }
   if (c.max_capacity < 0) return invalid_argument("padded_max_group_rows must be >= 0");
   c.max_capacity = std::min(c.max_capacity, rows);
+  // the dense buffers, [groups, capacity, width], within the element limit of any tensor (op.cpp),
+  // so that their byte counts cannot overflow
+  const std::int64_t groups = std::max<std::int64_t>(p.computed_groups, 1), cap = c.max_capacity;
+  const std::int64_t width = std::max(p.mode == RaggedMode::kNonContracting ? p.k : p.m, p.n);
+  const std::int64_t limit = std::numeric_limits<std::int64_t>::max() / 16;
+  if (cap > 0 && width > 0 && (cap > limit / groups || groups * cap > limit / width)) {
+    return invalid_argument("the padded baseline's buffers of " + std::to_string(groups) + " groups x " +
+                            std::to_string(cap) + " rows x " + std::to_string(width) + " have too many elements");
+  }
   return c;
 }
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <limits>
 #include <sstream>
 
 #include "core/env.hpp"
@@ -158,14 +159,29 @@ Result<PlanOptions> effective_options(const PlanOptions& given, const core::Grou
     std::int64_t sum = 0;
     for (std::int64_t g : sizes) {
       if (g < 0) return invalid_argument("measure_group_sizes: a negative group size " + std::to_string(g));
-      sum += g;
-      if (sum > problem.ragged_extent) {
+      if (g > problem.ragged_extent - sum) {  // sum <= extent: compared before adding, it cannot overflow
         return invalid_argument("measure_group_sizes: sum exceeds the ragged dimension's size " +
                                 std::to_string(problem.ragged_extent));
       }
+      sum += g;
     }
   }
   return o;
+}
+
+// A row table's size (lhs_gather_rows, out_scatter_rows) times its row length: rows are indexed
+// with int32, and the product must stay within the element limit every tensor has (op.cpp).
+Result<std::int64_t> table_elements(const char* option, std::int64_t rows, std::int64_t row_length) {
+  if (rows < 0 || rows > std::numeric_limits<std::int32_t>::max()) {
+    return invalid_argument(std::string(option) + ": " + std::to_string(rows) +
+                            " rows (0 to 2^31 - 1: rows are int32 indices)");
+  }
+  const std::int64_t limit = std::numeric_limits<std::int64_t>::max() / 16;
+  if (row_length > 0 && rows > limit / row_length) {
+    return invalid_argument(std::string(option) + ": " + std::to_string(rows) + " rows of " +
+                            std::to_string(row_length) + " elements are too many elements");
+  }
+  return rows * row_length;
 }
 
 }  // namespace
@@ -187,9 +203,8 @@ Result<Plan> make_plan(const RaggedDot& op, const PlanOptions& given_options) {
       return invalid_argument("lhs_gather_rows: only a mode 1 op with a 2-D lhs [M, K] (K contiguous) or a mode 2 op "
                               "with a 2-D lhs [K, M] (M contiguous) gathers its rows; " + op.to_string() + " is not one");
     }
-    if (rows < 0) return invalid_argument("lhs_gather_rows: " + std::to_string(rows) + " rows");
+    RAGDOT_ASSIGN_OR_RETURN(problem.lhs_elements, table_elements("lhs_gather_rows", rows, mode1 ? problem.k : problem.m));
     problem.lhs_gather_rows = rows;
-    problem.lhs_elements = rows * (mode1 ? problem.k : problem.m);
   }
   if (options.swiglu_epilogue) {
     if (!plain_row_major_mode1(op, problem)) {
@@ -215,9 +230,8 @@ Result<Plan> make_plan(const RaggedDot& op, const PlanOptions& given_options) {
                               "adds its rows into a table; " + op.to_string() + " is not one");
     }
     if (options.swiglu_epilogue) return invalid_argument("out_scatter_rows and swiglu_epilogue do not go together");
-    if (rows < 0) return invalid_argument("out_scatter_rows: " + std::to_string(rows) + " rows");
+    RAGDOT_ASSIGN_OR_RETURN(problem.out_elements, table_elements("out_scatter_rows", rows, problem.n));
     problem.out_scatter_rows = rows;
-    problem.out_elements = rows * problem.n;
   }
   planner::PlanRequest request{op, problem, options};
 

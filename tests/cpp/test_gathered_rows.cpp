@@ -135,6 +135,13 @@ TEST(GatheredRows, OnlyATwoDimensionalLhsWithContiguousRowsGathers) {
   ASSERT_TRUE(op.ok());
   po.lhs_gather_rows = -1;
   EXPECT_EQ(make_plan(*op, po).status().code(), StatusCode::kInvalidArgument);
+  // tables past int32 indices, and one whose element count would wrap to 0 (2^62 rows x 8)
+  for (std::int64_t rows : {std::int64_t(1) << 31, std::int64_t(1) << 62}) {
+    po.lhs_gather_rows = rows;
+    const auto huge = make_plan(*op, po);
+    EXPECT_EQ(huge.status().code(), StatusCode::kInvalidArgument) << rows;
+    EXPECT_NE(huge.status().message().find("lhs_gather_rows"), std::string::npos) << huge.status().message();
+  }
 }
 
 TEST(GatheredRows, ExecuteChecksTheIndexAndTheTable) {

@@ -377,6 +377,10 @@ TEST(MeasuredPlanning, MakePlanChecksEffortAndMeasureSizes) {
   bad = make_plan(op, o);
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("exceeds"), std::string::npos) << bad.status().message();
+  o.measure_group_sizes = {1, std::numeric_limits<std::int64_t>::max(), 0};  // a sum that would wrap negative
+  bad = make_plan(op, o);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("exceeds"), std::string::npos) << bad.status().message();
   o.measure_group_sizes.clear();
   {
     ScopedEnv env("RAGDOT_PLAN_EFFORT", "measure");

@@ -1,6 +1,9 @@
 // padded: dropless equals the oracle; a capacity factor drops the rows beyond capacity.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
+
 #include "backends/cpu/reference.hpp"
 #include "verify/check.hpp"
 
@@ -88,6 +91,31 @@ TEST(Padded, DroplessNeedsRoomForTheLargestGroup) {
   EXPECT_FALSE(st.is_ok());
   EXPECT_NE(st.message().find("largest group has 12 rows"), std::string::npos) << st.message();
   for (float v : out) EXPECT_EQ(v, -1.0f);
+}
+
+// Capacity factors that are not finite numbers, and dense buffers whose element count would
+// overflow: clear errors at planning, never a wrapped workspace size.
+TEST(Padded, BadFactorsAndHugeBuffersAreRejected) {
+  auto op = RaggedDot::ragged_dot(20, 4, 3, 2, DType::kF32);
+  ASSERT_TRUE(op.ok());
+  PlanOptions po;
+  po.backend = "padded";
+  for (double factor : {0.0, -1.0, std::numeric_limits<double>::infinity(), std::nan("")}) {
+    po.padded_capacity_factor = factor;
+    const auto plan = make_plan(*op, po);
+    EXPECT_EQ(plan.status().code(), StatusCode::kInvalidArgument) << factor;
+  }
+  po.padded_capacity_factor = 1e300;  // finite and huge: every group may hold all the rows
+  auto plan = make_plan(*op, po);
+  ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+  EXPECT_NE(plan->variant().find("max_capacity=20"), std::string::npos) << plan->variant();
+  // 2^31 rows, k 2^27, 2^24 groups: X would be 2^82 elements (a plan can be made without buffers)
+  po.padded_capacity_factor.reset();
+  auto huge = RaggedDot::ragged_dot(std::int64_t(1) << 31, std::int64_t(1) << 27, 0, std::int64_t(1) << 24, DType::kF32);
+  ASSERT_TRUE(huge.ok()) << huge.status().to_string();
+  const auto refused = make_plan(*huge, po);
+  EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument) << refused.status().to_string();
+  EXPECT_NE(refused.status().message().find("too many elements"), std::string::npos) << refused.status().message();
 }
 
 TEST(Padded, NotChosenAutomatically) {

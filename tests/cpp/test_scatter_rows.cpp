@@ -104,6 +104,13 @@ TEST(ScatterRows, PlannerTakesOnlyAModeOneProduct) {
   po.swiglu_epilogue = false;
   po.out_scatter_rows = -1;
   EXPECT_EQ(make_plan(*op, po).status().code(), StatusCode::kInvalidArgument);
+  // tables past int32 indices, and one whose element count would wrap to 0 (2^62 rows x 8)
+  for (std::int64_t rows : {std::int64_t(1) << 31, std::int64_t(1) << 62}) {
+    po.out_scatter_rows = rows;
+    const auto huge = make_plan(*op, po);
+    EXPECT_EQ(huge.status().code(), StatusCode::kInvalidArgument) << rows;
+    EXPECT_NE(huge.status().message().find("out_scatter_rows"), std::string::npos) << huge.status().message();
+  }
   // automatic choice among host backends: cpu and padded cannot, cpu_ref can
   PlanOptions host;
   host.memory_space = MemorySpace::kHost;
