@@ -96,6 +96,8 @@ class MoeLayer {
  private:
   struct State;
   explicit MoeLayer(std::unique_ptr<State> s);
+  // create after the config's checks; may throw std::bad_alloc, which create turns into a Status
+  static Result<MoeLayer> create_checked(const MoeConfig& config, std::int64_t tokens, const PlanOptions& options);
   std::unique_ptr<State> s_;
 };
 

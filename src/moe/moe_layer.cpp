@@ -6,6 +6,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
+#include <new>
+#include <stdexcept>
 
 #include "moe/expert_ffn.hpp"
 #include "moe/gated_activation.hpp"
@@ -65,14 +68,49 @@ Status check_layer_config(const MoeConfig& c, std::int64_t tokens) {
   if (c.hidden < 1 || c.ffn < 1 || c.experts < 1 || c.top_k < 1 || c.top_k > c.experts || c.shared_experts < 0)
     return invalid_argument("MoE config: hidden, ffn, experts >= 1, 1 <= top_k <= experts, shared_experts >= 0");
   RAGDOT_RETURN_IF_ERROR(check_activation("MoE config", c.activation));
+  if (std::uint8_t(c.router) > std::uint8_t(RouterKind::kLlama4))
+    return invalid_argument("MoE config: router kind " + std::to_string(int(c.router)) + " is not one of the four");
   if (c.router == RouterKind::kLlama4 && c.top_k != 1)
     return invalid_argument("the Llama-4 router scales the input by its top-1 score: top_k must be 1");
   if (tokens < 1) return invalid_argument("MoE layer: tokens must be >= 1 (got " + std::to_string(tokens) + ")");
+  // Expert indices and row tables are int32; every buffer's element count must stay within the
+  // limit any tensor has (op.cpp), so that no size computed from these overflows.
+  if (c.experts > std::numeric_limits<std::int32_t>::max() || tokens > std::numeric_limits<std::int32_t>::max())
+    return invalid_argument("MoE layer: experts and tokens must be below 2^31");
+  const std::int64_t limit = std::numeric_limits<std::int64_t>::max() / 16;
+  const auto fits = [limit](std::initializer_list<std::int64_t> dims) {
+    std::int64_t n = 1;
+    for (std::int64_t d : dims) {
+      if (d > limit / n) return false;
+      n *= d;
+    }
+    return true;
+  };
+  const std::int64_t t = tokens, k = c.top_k, h = c.hidden, f = c.ffn, e = c.experts;
+  const std::int64_t shared = std::max<std::int64_t>(c.shared_experts, 1);
+  if (!fits({t, k, h}) || !fits({t, k, 2, f}) || !fits({t, e}) || !fits({e, h, 2, f}) || !fits({shared, t, 2, f}) ||
+      !fits({shared, h, 2, f})) {
+    return invalid_argument("MoE layer: " + std::to_string(t) + " tokens, top " + std::to_string(k) + " of " +
+                            std::to_string(e) + " experts (and " + std::to_string(c.shared_experts) +
+                            " shared), hidden " + std::to_string(h) + ", ffn " + std::to_string(f) +
+                            " make buffers of too many elements");
+  }
   return Status::ok();
 }
 
 Result<MoeLayer> MoeLayer::create(const MoeConfig& c, std::int64_t tokens, const PlanOptions& options) {
   RAGDOT_RETURN_IF_ERROR(check_layer_config(c, tokens));
+  // the layer's buffers are allocated here: a size the host cannot give is an error, not an exception
+  try {
+    return create_checked(c, tokens, options);
+  } catch (const std::bad_alloc&) {
+    return resource_exhausted("MoE layer: out of host memory for its buffers (" + std::to_string(tokens) + " tokens)");
+  } catch (const std::length_error&) {
+    return resource_exhausted("MoE layer: buffers too large for this host (" + std::to_string(tokens) + " tokens)");
+  }
+}
+
+Result<MoeLayer> MoeLayer::create_checked(const MoeConfig& c, std::int64_t tokens, const PlanOptions& options) {
   const std::int64_t m = tokens * c.top_k;
   HostWorkspace ws;
   RAGDOT_ASSIGN_OR_RETURN(ExpertFfn routed, ExpertFfn::create(m, c.experts, c.hidden, c.ffn, c.activation, options, ws));

@@ -227,6 +227,22 @@ TEST(MoeLayer, BadConfigAndCallsAreClearErrors) {
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("activation"), std::string::npos);
   c.activation = GatedActivation::kGeGLU;
+  c.router = static_cast<RouterKind>(9);
+  bad = MoeLayer::create(c, 10);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("router"), std::string::npos);
+  c.router = RouterKind::kSoftmaxTopK;
+  // sizes whose buffers cannot exist: a clear error, never a wrapped size or an exception
+  c.shared_experts = (std::int64_t(1) << 62) + 1;  // shared x tokens x 2 x ffn would wrap in 64 bits
+  bad = MoeLayer::create(c, 10);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("too many elements"), std::string::npos) << bad.status().message();
+  c.shared_experts = 0;
+  c.experts = std::int64_t(1) << 31;  // past int32 expert indices
+  EXPECT_EQ(MoeLayer::create(c, 10).status().code(), StatusCode::kInvalidArgument);
+  c.experts = 4;
+  EXPECT_EQ(MoeLayer::create(c, std::int64_t(1) << 40).status().code(), StatusCode::kInvalidArgument);
 
   auto layer = MoeLayer::create(c, 10);
   ASSERT_TRUE(layer.ok()) << layer.status().to_string();
