@@ -1,5 +1,7 @@
 #include "ep/exchange_pieces.hpp"
 
+#include <cstdint>
+#include <limits>
 #include <string>
 
 namespace ragdot::ep {
@@ -81,15 +83,39 @@ Status check_plan(const ExchangePlan& plan, int world, std::int64_t row_bytes, c
                             " ranks, the communicator has " + std::to_string(world));
   }
   if (row_bytes <= 0) return invalid_argument(std::string(what) + ": row_bytes must be positive");
+  // every byte count the exchange computes (capacity x row_bytes) fits in int64
+  const std::int64_t byte_limit = std::numeric_limits<std::int64_t>::max() / 2;
+  if (plan.send_capacity < 0 || plan.recv_capacity < 0 || plan.send_capacity > byte_limit / row_bytes ||
+      plan.recv_capacity > byte_limit / row_bytes) {
+    return invalid_argument(std::string(what) + ": capacities of " + std::to_string(plan.send_capacity) + " and " +
+                            std::to_string(plan.recv_capacity) + " rows of " + std::to_string(row_bytes) + " bytes");
+  }
   for (std::size_t r = 0; r < w; ++r) {
     if (plan.send_rows[r] < 0 || plan.recv_rows[r] < 0 || plan.send_offsets[r] < 0 || plan.recv_offsets[r] < 0) {
       return invalid_argument(std::string(what) + ": a negative row count or offset for rank " + std::to_string(r));
+    }
+    // each rank's rows lie inside the buffers (compared so that the sums cannot overflow)
+    if (plan.send_offsets[r] > plan.send_capacity || plan.send_rows[r] > plan.send_capacity - plan.send_offsets[r] ||
+        plan.recv_offsets[r] > plan.recv_capacity || plan.recv_rows[r] > plan.recv_capacity - plan.recv_offsets[r]) {
+      return invalid_argument(std::string(what) + ": rank " + std::to_string(r) + "'s rows run past the send or " +
+                              "receive capacity (" + std::to_string(plan.send_capacity) + ", " +
+                              std::to_string(plan.recv_capacity) + " rows)");
     }
   }
   if (plan.layout == Layout::kByExpert) {
     const std::size_t local = plan.local_group_sizes.size();
     if (local == 0 || plan.counts.size() != w * local || plan.recv_counts.size() != w * local) {
       return invalid_argument(std::string(what) + ": a by-expert plan needs the per-expert counts of an exact plan");
+    }
+    // the per-expert counts place rows inside the buffers too
+    std::int64_t sent = 0, received = 0;
+    for (std::size_t i = 0; i < w * local; ++i) {
+      if (plan.counts[i] < 0 || plan.recv_counts[i] < 0 ||
+          plan.counts[i] > plan.send_capacity - sent || plan.recv_counts[i] > plan.recv_capacity - received) {
+        return invalid_argument(std::string(what) + ": the per-expert counts are negative or exceed the capacities");
+      }
+      sent += plan.counts[i];
+      received += plan.recv_counts[i];
     }
   }
   if ((plan.send_capacity > 0 && !sender) || (plan.recv_capacity > 0 && !receiver)) {

@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <optional>
 #include <string>
 #include <thread>
@@ -312,6 +313,26 @@ TEST(EpExchange, PlanChecks) {
   ExchangePlan no_counts = two;
   no_counts.layout = ep::Layout::kByExpert;  // a padded plan has no per-expert counts
   EXPECT_EQ(ep::check_plan(no_counts, 2, 16, &buf, &buf, "dispatch").code(), StatusCode::kInvalidArgument);
+  // rows past a buffer's capacity, by offset or by count, and capacities whose bytes overflow
+  for (int field = 0; field < 5; ++field) {
+    ExchangePlan past = two;
+    if (field == 0) past.send_offsets[1] = 4;
+    if (field == 1) past.recv_rows[1] = 4;
+    if (field == 2) past.send_offsets[1] = std::numeric_limits<std::int64_t>::max();
+    if (field == 3) past.recv_capacity = std::numeric_limits<std::int64_t>::max() / 8;
+    if (field == 4) past.send_capacity = -1;
+    EXPECT_EQ(ep::check_plan(past, 2, 16, &buf, &buf, "dispatch").code(), StatusCode::kInvalidArgument) << field;
+  }
+  // an exact by-expert plan passes; negative or excess per-expert counts do not
+  const std::int32_t counts[4] = {1, 2, 0, 3}, recv_counts[4] = {2, 0, 1, 1};
+  auto exact = ExchangePlan::from_counts(counts, recv_counts, 2, 4, ep::Layout::kByExpert);
+  ASSERT_TRUE(exact.ok()) << exact.status().to_string();
+  EXPECT_TRUE(ep::check_plan(*exact, 2, 16, &buf, &buf, "dispatch").is_ok());
+  ExchangePlan negative = *exact, excess = *exact;
+  negative.counts[0] = -1;
+  excess.recv_counts[3] = 100;
+  EXPECT_EQ(ep::check_plan(negative, 2, 16, &buf, &buf, "dispatch").code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(ep::check_plan(excess, 2, 16, &buf, &buf, "dispatch").code(), StatusCode::kInvalidArgument);
 }
 
 TEST(EpNccl, MissingNcclIsAClearError) {
