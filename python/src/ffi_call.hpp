@@ -3,6 +3,9 @@
 #pragma once
 
 #include <cstdint>
+#include <exception>
+#include <new>
+#include <string>
 #include <utility>
 
 #include "ragdot/ragdot.hpp"
@@ -25,6 +28,22 @@ Result<RaggedDotSpec> spec_from_call(const FfiOperands& call, ffi::Span<const st
 ExecuteArgs execute_args(const FfiOperands& call, const RaggedDotSpec& spec, MemorySpace space);
 
 ffi::Error to_ffi_error(const Status& status);
+
+// Runs a handler's body with no C++ exception escaping into XLA, which is built without them and
+// would terminate the process: an allocation that fails becomes kResourceExhausted, any other
+// exception kInternal, both with what they say.
+template <class Body>
+ffi::Error without_exceptions(Body&& body) noexcept {
+  try {
+    return body();
+  } catch (const std::bad_alloc&) {
+    return ffi::Error(ffi::ErrorCode::kResourceExhausted, "ragdot: out of host memory");
+  } catch (const std::exception& e) {
+    return ffi::Error(ffi::ErrorCode::kInternal, std::string("ragdot: ") + e.what());
+  } catch (...) {
+    return ffi::Error(ffi::ErrorCode::kInternal, "ragdot: an unknown exception");
+  }
+}
 
 // Adds the call's operands and attributes, in FfiOperands order, to a binding that already has
 // its platform's context.

@@ -12,14 +12,16 @@ namespace {
 ffi::Error ragged_dot_cpu(ffi::AnyBuffer lhs, ffi::AnyBuffer rhs, ffi::AnyBuffer group_sizes,
                           ffi::AnyBuffer group_offset, ffi::Result<ffi::AnyBuffer> out, ffi::RemainingRets,
                           ffi::Span<const std::int64_t> dims, std::int64_t local_groups) {
-  const FfiOperands call{lhs, rhs, group_sizes, group_offset, *out};
-  auto spec = spec_from_call(call, dims, local_groups);
-  if (!spec.ok()) return to_ffi_error(spec.status());
-  auto plan = cached_plan(*spec, PlanTarget{MemorySpace::kHost, "", 0});
-  if (!plan.ok()) return to_ffi_error(plan.status());
-  ExecuteArgs args = execute_args(call, *spec, MemorySpace::kHost);
-  if (plan->workspace_bytes()) args.workspace = host_workspace(plan->workspace_bytes());
-  return to_ffi_error(plan->execute(args));
+  return without_exceptions([&]() -> ffi::Error {
+    const FfiOperands call{lhs, rhs, group_sizes, group_offset, *out};
+    auto spec = spec_from_call(call, dims, local_groups);
+    if (!spec.ok()) return to_ffi_error(spec.status());
+    auto plan = cached_plan(*spec, PlanTarget{MemorySpace::kHost, "", 0});
+    if (!plan.ok()) return to_ffi_error(plan.status());
+    ExecuteArgs args = execute_args(call, *spec, MemorySpace::kHost);
+    if (plan->workspace_bytes()) args.workspace = host_workspace(plan->workspace_bytes());
+    return to_ffi_error(plan->execute(args));
+  });
 }
 
 }  // namespace

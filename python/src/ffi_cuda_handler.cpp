@@ -18,34 +18,36 @@ ffi::Error ragged_dot_cuda(cudaStream_t stream, std::int32_t device, ffi::Scratc
                            ffi::AnyBuffer lhs, ffi::AnyBuffer rhs, ffi::AnyBuffer group_sizes,
                            ffi::AnyBuffer group_offset, ffi::Result<ffi::AnyBuffer> out, ffi::RemainingRets extra,
                            ffi::Span<const std::int64_t> dims, std::int64_t local_groups) {
-  const FfiOperands call{lhs, rhs, group_sizes, group_offset, *out};
-  auto spec = spec_from_call(call, dims, local_groups);
-  if (!spec.ok()) return to_ffi_error(spec.status());
-  auto plan = cached_plan(*spec, PlanTarget{MemorySpace::kDevice, "cuda", device});
-  if (!plan.ok()) return to_ffi_error(plan.status());
-  ExecuteArgs args = execute_args(call, *spec, MemorySpace::kDevice);
-  args.stream = stream;
-  if (const std::size_t bytes = plan->workspace_bytes()) {
-    // The workspace result ragdot.jax sized at trace time; else XLA's scratch allocator (which
-    // has nothing to give inside a command buffer).
-    if (extra.size() > 0) {
-      auto ws = extra.get<ffi::AnyBuffer>(0);
-      if (!ws.has_value()) return ws.error();
-      if ((*ws)->size_bytes() < bytes)
-        return ffi::Error(ffi::ErrorCode::kInternal, "ragdot: the call's workspace result holds " +
-                                                         std::to_string((*ws)->size_bytes()) + " bytes, the plan needs " +
-                                                         std::to_string(bytes));
-      args.workspace = {(*ws)->untyped_data(), bytes, MemorySpace::kDevice};
-    } else {
-      auto memory = scratch.Allocate(bytes, 256);
-      if (!memory)
-        return ffi::Error(ffi::ErrorCode::kResourceExhausted,
-                          "ragdot: the plan needs " + std::to_string(bytes) +
-                              " bytes of workspace and the call has none (traced where the cuda backend was unavailable?)");
-      args.workspace = {*memory, bytes, MemorySpace::kDevice};
+  return without_exceptions([&]() -> ffi::Error {
+    const FfiOperands call{lhs, rhs, group_sizes, group_offset, *out};
+    auto spec = spec_from_call(call, dims, local_groups);
+    if (!spec.ok()) return to_ffi_error(spec.status());
+    auto plan = cached_plan(*spec, PlanTarget{MemorySpace::kDevice, "cuda", device});
+    if (!plan.ok()) return to_ffi_error(plan.status());
+    ExecuteArgs args = execute_args(call, *spec, MemorySpace::kDevice);
+    args.stream = stream;
+    if (const std::size_t bytes = plan->workspace_bytes()) {
+      // The workspace result ragdot.jax sized at trace time; else XLA's scratch allocator (which
+      // has nothing to give inside a command buffer).
+      if (extra.size() > 0) {
+        auto ws = extra.get<ffi::AnyBuffer>(0);
+        if (!ws.has_value()) return ws.error();
+        if ((*ws)->size_bytes() < bytes)
+          return ffi::Error(ffi::ErrorCode::kInternal, "ragdot: the call's workspace result holds " +
+                                                           std::to_string((*ws)->size_bytes()) + " bytes, the plan needs " +
+                                                           std::to_string(bytes));
+        args.workspace = {(*ws)->untyped_data(), bytes, MemorySpace::kDevice};
+      } else {
+        auto memory = scratch.Allocate(bytes, 256);
+        if (!memory)
+          return ffi::Error(ffi::ErrorCode::kResourceExhausted,
+                            "ragdot: the plan needs " + std::to_string(bytes) +
+                                " bytes of workspace and the call has none (traced where the cuda backend was unavailable?)");
+        args.workspace = {*memory, bytes, MemorySpace::kDevice};
+      }
     }
-  }
-  return to_ffi_error(plan->execute(args));
+    return to_ffi_error(plan->execute(args));
+  });
 }
 
 }  // namespace
