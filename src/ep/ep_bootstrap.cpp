@@ -85,6 +85,10 @@ Status write_unique_id_file(const std::string& path, const UniqueId& id) {
 
 Result<UniqueId> read_unique_id_file(const std::string& path, double timeout_s) {
   if (path.empty()) return invalid_argument("read_unique_id_file: an empty path");
+  // a NaN would never time out, and a huge wait overflows the clock's arithmetic: a week at most
+  if (!(timeout_s >= 0 && timeout_s <= 7 * 24 * 3600.0)) {
+    return invalid_argument("read_unique_id_file: timeout " + std::to_string(timeout_s) + " s (0 to a week)");
+  }
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
   for (;;) {
     std::ifstream f(path);
@@ -119,8 +123,8 @@ Result<Bootstrap> bootstrap_from_env() {
     b.device = int(*dev);
   }
   if (auto t = env::ep_timeout()) {
-    const auto secs = parse_int(*t, 0, 1 << 30);
-    if (!secs) return invalid_argument("RAGDOT_EP_TIMEOUT=" + *t + ": expected whole seconds");
+    const auto secs = parse_int(*t, 0, 7 * 24 * 3600);
+    if (!secs) return invalid_argument("RAGDOT_EP_TIMEOUT=" + *t + ": expected whole seconds, 0 to 604800 (a week)");
     b.timeout_s = double(*secs);
   }
   if (auto hex = env::ep_id()) {

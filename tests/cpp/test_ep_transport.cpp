@@ -9,6 +9,7 @@
 
 #include <cctype>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -80,6 +81,8 @@ TEST(EpUniqueId, FileRoundTripAndTimeout) {
 
   std::ofstream(path) << "not an id\n";
   EXPECT_EQ(ep::read_unique_id_file(path, 1.0).status().code(), StatusCode::kInvalidArgument);
+  for (double bad_wait : {-1.0, std::nan(""), std::numeric_limits<double>::infinity(), 1e300})
+    EXPECT_EQ(ep::read_unique_id_file(path, bad_wait).status().code(), StatusCode::kInvalidArgument) << bad_wait;
   std::remove(path.c_str());
   EXPECT_EQ(ep::write_unique_id_file("", sample_id()).code(), StatusCode::kInvalidArgument);
 }
