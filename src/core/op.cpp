@@ -2,11 +2,11 @@
 #include "ragdot/op.hpp"
 
 #include <algorithm>
-#include <limits>
 #include <set>
 #include <sstream>
 
 #include "core/dims.hpp"
+#include "core/element_limit.hpp"
 
 namespace ragdot {
 
@@ -42,17 +42,9 @@ Status check_tensor(const TensorSpec& t, const char* name) {
                               std::to_string(t.shape[i]));
     }
   }
-  // Element and byte counts must fit in int64 so no later arithmetic overflows. The product
-  // skips zero-sized dims: strides are products of the other dims, and an empty tensor still
-  // has them (e.g. [0, 2^40, 2^40] has no elements but a stride of 2^80 in row-major order).
-  std::int64_t elems = 1;
-  const std::int64_t limit = std::numeric_limits<std::int64_t>::max() / 16;
-  for (auto d : t.shape) {
-    if (d == 0) continue;
-    if (elems > limit / d) {
-      return invalid_argument(std::string(name) + " " + t.to_string() + " has too many elements");
-    }
-    elems *= d;
+  // element and byte counts (and strides) must fit in int64 so no later arithmetic overflows
+  if (!core::elements_fit(t.shape.data(), t.shape.data() + t.shape.size())) {
+    return invalid_argument(std::string(name) + " " + t.to_string() + " has too many elements");
   }
   return Status::ok();
 }

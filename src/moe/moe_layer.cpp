@@ -10,6 +10,7 @@
 #include <new>
 #include <stdexcept>
 
+#include "core/element_limit.hpp"
 #include "moe/expert_ffn.hpp"
 #include "moe/gated_activation.hpp"
 #include "moe/layer_config.hpp"
@@ -74,24 +75,15 @@ Status check_layer_config(const MoeConfig& c, std::int64_t tokens) {
     return invalid_argument("the Llama-4 router scales the input by its top-1 score: top_k must be 1");
   if (tokens < 1) return invalid_argument("MoE layer: tokens must be >= 1 (got " + std::to_string(tokens) + ")");
   // Expert indices and row tables are int32; every buffer's element count must stay within the
-  // limit any tensor has (op.cpp), so that no size computed from these overflows.
+  // limit any tensor has, so that no size computed from these overflows.
   if (c.experts > std::numeric_limits<std::int32_t>::max() || tokens > std::numeric_limits<std::int32_t>::max())
     return invalid_argument("MoE layer: experts and tokens must be below 2^31");
-  const std::int64_t limit = std::numeric_limits<std::int64_t>::max() / 16;
-  const auto fits = [limit](std::initializer_list<std::int64_t> dims) {
-    std::int64_t n = 1;
-    for (std::int64_t d : dims) {
-      if (d > limit / n) return false;
-      n *= d;
-    }
-    return true;
-  };
-  const std::int64_t t = tokens, k = c.top_k, h = c.hidden, f = c.ffn, e = c.experts;
-  const std::int64_t shared = std::max<std::int64_t>(c.shared_experts, 1);
-  if (!fits({t, k, h}) || !fits({t, k, 2, f}) || !fits({t, e}) || !fits({e, h, 2, f}) || !fits({shared, t, 2, f}) ||
-      !fits({shared, h, 2, f})) {
+  using core::elements_fit;
+  const std::int64_t t = tokens, k = c.top_k, h = c.hidden, f = c.ffn, e = c.experts, shared = c.shared_experts;
+  if (!elements_fit({t, k, h}) || !elements_fit({t, k, 2, f}) || !elements_fit({t, e}) || !elements_fit({e, h, 2, f}) ||
+      !elements_fit({shared, t, 2, f}) || !elements_fit({shared, h, 2, f})) {
     return invalid_argument("MoE layer: " + std::to_string(t) + " tokens, top " + std::to_string(k) + " of " +
-                            std::to_string(e) + " experts (and " + std::to_string(c.shared_experts) +
+                            std::to_string(e) + " experts (and " + std::to_string(shared) +
                             " shared), hidden " + std::to_string(h) + ", ffn " + std::to_string(f) +
                             " make buffers of too many elements");
   }

@@ -2,8 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <string>
+
+#include "core/element_limit.hpp"
 
 namespace ragdot::planner {
 
@@ -34,12 +35,11 @@ Result<PaddedCapacity> padded_capacity(const core::GroupGemmProblem& p, const Pl
   }
   if (c.max_capacity < 0) return invalid_argument("padded_max_group_rows must be >= 0");
   c.max_capacity = std::min(c.max_capacity, rows);
-  // the dense buffers, [groups, capacity, width], within the element limit of any tensor (op.cpp),
-  // so that their byte counts cannot overflow
+  // the dense buffers, [groups, capacity, width], within the element limit of any tensor, so that
+  // their byte counts cannot overflow
   const std::int64_t groups = std::max<std::int64_t>(p.computed_groups, 1), cap = c.max_capacity;
   const std::int64_t width = std::max(p.mode == RaggedMode::kNonContracting ? p.k : p.m, p.n);
-  const std::int64_t limit = std::numeric_limits<std::int64_t>::max() / 16;
-  if (cap > 0 && width > 0 && (cap > limit / groups || groups * cap > limit / width)) {
+  if (!core::elements_fit({groups, cap, width})) {
     return invalid_argument("the padded baseline's buffers of " + std::to_string(groups) + " groups x " +
                             std::to_string(cap) + " rows x " + std::to_string(width) + " have too many elements");
   }

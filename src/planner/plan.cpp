@@ -7,6 +7,7 @@
 #include <limits>
 #include <sstream>
 
+#include "core/element_limit.hpp"
 #include "core/env.hpp"
 #include "core/problem.hpp"
 #include "planner/backend.hpp"
@@ -170,14 +171,13 @@ Result<PlanOptions> effective_options(const PlanOptions& given, const core::Grou
 }
 
 // A row table's size (lhs_gather_rows, out_scatter_rows) times its row length: rows are indexed
-// with int32, and the product must stay within the element limit every tensor has (op.cpp).
+// with int32, and the product must stay within the element limit every tensor has.
 Result<std::int64_t> table_elements(const char* option, std::int64_t rows, std::int64_t row_length) {
   if (rows < 0 || rows > std::numeric_limits<std::int32_t>::max()) {
     return invalid_argument(std::string(option) + ": " + std::to_string(rows) +
                             " rows (0 to 2^31 - 1: rows are int32 indices)");
   }
-  const std::int64_t limit = std::numeric_limits<std::int64_t>::max() / 16;
-  if (row_length > 0 && rows > limit / row_length) {
+  if (!core::elements_fit({rows, row_length})) {
     return invalid_argument(std::string(option) + ": " + std::to_string(rows) + " rows of " +
                             std::to_string(row_length) + " elements are too many elements");
   }
