@@ -11,6 +11,12 @@ DRAM writes or by something on the chip between them decides what target it can 
   output bytes.
 - grouped_mm: torch._grouped_mm of x^T by dy with offsets, the ragged form (PyTorch's CUTLASS).
 - fill: writing the output's bytes and nothing else (the DRAM write roof).
+- zero: the same by zero_() (cudaMemsetAsync where the tensor is contiguous): whether another
+  write path than fill_'s stores reaches a higher roof.
+- fill_cols256 / fill_cols64: the same bytes written one column block at a time (16 launches of
+  every row's 256-column block, 64 launches of its 64-column block): every SM writes a 512- or
+  128-byte piece of a row 8 KiB from its neighbour's, as a tile epilogue's rows lie. Whether the
+  DRAM write roof holds for a tile's pieces or only for whole rows.
 - dense: torch.mm of [K, E*R] by [E*R, N], the same FLOPs into a small output (the compute roof).
 
     gpu_wgrad_bounds.py [--experts 256] [--rows 128] [--k 7168] [--n 4096] [--reps 20] [--only NAME]
@@ -51,10 +57,19 @@ def main():
     offs = torch.arange(1, E + 1, device=dev, dtype=torch.int32) * R
     xt_batched = x.view(E, R, K).transpose(1, 2)  # [E, K, R], a view
     dy_batched = dy.view(E, R, N)
+
+    def fill_by_columns(width):
+        blocks = out.view(-1, N // width, width)
+        for j in range(N // width):
+            blocks[:, j].fill_(0.5)  # (N a multiple of width: view raises otherwise)
+
     kernels = {
         "bmm": lambda: torch.bmm(xt_batched, dy_batched, out=out),
         "grouped_mm": lambda: torch._grouped_mm(x.t(), dy, offs=offs),
         "fill": lambda: out.fill_(0.5),
+        "zero": lambda: out.zero_(),
+        "fill_cols256": lambda: fill_by_columns(256),
+        "fill_cols64": lambda: fill_by_columns(64),
         "dense": lambda: torch.mm(x.t(), dy),
     }
     res = {"experts": E, "rows": R, "k": K, "n": N, "gpu": torch.cuda.get_device_name(), "ms": {}}
@@ -68,7 +83,7 @@ def main():
             continue
         res["ms"][name] = ms
         line = f"{name:11s} {ms:8.3f} ms"
-        if name != "fill":
+        if not name.startswith("fill") and name != "zero":
             line += f"  {flops / ms / 1e9:7.1f} TFLOP/s"
         if name != "dense":
             line += f"  output written at {out_bytes / ms / 1e9:6.2f} TB/s"
