@@ -5,7 +5,9 @@
 #include <cstdint>
 #include <cstdio>
 #include <limits>
+#include <new>
 #include <sstream>
+#include <stdexcept>
 
 #include "core/element_limit.hpp"
 #include "core/env.hpp"
@@ -184,6 +186,19 @@ Result<std::int64_t> table_elements(const char* option, std::int64_t rows, std::
   return rows * row_length;
 }
 
+// A backend's plan allocates on the host (tables, arrays of per-group arguments, measured
+// candidates' buffers): a size the host cannot give is the caller's resource_exhausted, never an
+// exception through the API.
+Result<std::unique_ptr<detail::BackendPlan>> plan_on(const planner::Backend& backend, const planner::PlanRequest& r) {
+  try {
+    return backend.plan(r);
+  } catch (const std::bad_alloc&) {
+    return resource_exhausted(std::string(backend.name()) + ": out of host memory while planning");
+  } catch (const std::length_error&) {
+    return resource_exhausted(std::string(backend.name()) + ": a planning table too large for this host");
+  }
+}
+
 }  // namespace
 
 Result<Plan> make_plan(const RaggedDot& op, const PlanOptions& given_options) {
@@ -274,7 +289,7 @@ Result<Plan> make_plan(const RaggedDot& op, const PlanOptions& given_options) {
       reasons += "\n  " + std::string(backend->name()) + ": " + av.message();
       continue;
     }
-    auto bp = backend->plan(request);
+    auto bp = plan_on(*backend, request);
     if (!bp.ok()) {
       if (!wanted.empty() || bp.status().code() == StatusCode::kInvalidArgument) return bp.status();
       reasons += "\n  " + std::string(backend->name()) + ": " + bp.status().message();

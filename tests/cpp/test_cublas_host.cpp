@@ -118,6 +118,29 @@ TEST(CublasHost, PlanTraitsSayHostSyncAndNotGraphSafe) {
   EXPECT_NE(batch.variant.find("gemm-ex-loop"), std::string::npos);
 }
 
+// The grouped API counts GEMMs in an int, and the plan keeps host arrays of them: 2^16 batches of
+// 2^16 groups (2^32 GEMMs) are not taken, with a reason; 2^8 x 2^8 are.
+TEST(CublasHost, GemmCountsPastAnIntAreNotMapped) {
+  auto problem = [](std::int64_t batches, std::int64_t groups) {
+    RaggedDotSpec s;
+    s.lhs = {DType::kBF16, {batches, 4, 8}};
+    s.rhs = {DType::kBF16, {batches, groups, 8, 8}};
+    s.group_sizes = {DType::kI32, {groups}};
+    s.dims.dot = {{2}, {2}, {0}, {0}};
+    s.dims.lhs_ragged = {1};
+    s.dims.rhs_group = {1};
+    auto op = RaggedDot::create(s);
+    EXPECT_TRUE(op.ok()) << op.status().to_string();
+    return core::canonicalize(*op);
+  };
+  const Status huge = cublas::check_mappable(problem(1 << 16, 1 << 16));
+  EXPECT_EQ(huge.code(), StatusCode::kUnsupported);
+  EXPECT_NE(huge.message().find("GEMM count"), std::string::npos) << huge.message();
+  const core::GroupGemmProblem fits = problem(1 << 8, 1 << 8);
+  EXPECT_TRUE(cublas::check_mappable(fits).is_ok()) << cublas::check_mappable(fits).message();
+  EXPECT_EQ(cublas::max_gemms(fits), 1 << 16);
+}
+
 TEST(CublasHost, ColumnMajorViews) {
   auto row_major = cublas::column_major_view(5, 7, 7, 1);  // [5, 7] row-major: read transposed
   ASSERT_TRUE(row_major);

@@ -219,6 +219,51 @@ TEST(Plan, EnvironmentPicksBackend) {
   EXPECT_EQ(p->backend(), "cpu_ref");
 }
 
+// The host backends keep one GEMM task per (batch index, group) in the workspace. 2^29 batches of
+// 2^29 groups fit every tensor's element limit (rhs [2^29, 2^29, 1, 1]), but their tasks' bytes
+// would wrap the workspace size: a clear error at planning, never a wrapped size.
+TEST(Plan, TaskCountsThatWouldWrapTheWorkspaceAreRejected) {
+  const std::int64_t big = std::int64_t(1) << 29;
+  RaggedDotSpec s;
+  s.lhs = {DType::kF32, {big, 0, 1}};
+  s.rhs = {DType::kF32, {big, big, 1, 1}};
+  s.group_sizes = {DType::kI32, {big}};
+  s.dims.dot = {{2}, {2}, {0}, {0}};
+  s.dims.lhs_ragged = {1};
+  s.dims.rhs_group = {1};
+  auto op = RaggedDot::create(s);
+  ASSERT_TRUE(op.ok()) << op.status().to_string();
+  auto expect_refused = [](const RaggedDot& huge, const char* backend) {
+    PlanOptions po;
+    po.backend = backend;
+    const auto plan = make_plan(huge, po);
+    ASSERT_FALSE(plan.ok()) << backend << ": workspace " << plan->workspace_bytes();
+    EXPECT_EQ(plan.status().code(), StatusCode::kResourceExhausted) << backend << ": " << plan.status().message();
+    EXPECT_NE(plan.status().message().find("tasks"), std::string::npos) << backend << ": " << plan.status().message();
+  };
+  expect_refused(*op, "cpu");
+  // the padded baseline takes no batch dims: 2^58 groups of [1, 1] weights and no rows
+  {
+    RaggedDotSpec g;
+    g.lhs = {DType::kF32, {0, 1}};
+    g.rhs = {DType::kF32, {big << 29, 1, 1}};
+    g.group_sizes = {DType::kI32, {big << 29}};
+    const auto groups_op = RaggedDot::create(g);
+    ASSERT_TRUE(groups_op.ok()) << groups_op.status().to_string();
+    expect_refused(*groups_op, "padded");
+    expect_refused(*groups_op, "cpu");
+  }
+  // one group fewer per batch by a factor of 2^10 fits, and plans
+  s.rhs.shape = {big, big >> 10, 1, 1};
+  s.group_sizes.shape = {big >> 10};
+  op = RaggedDot::create(s);
+  ASSERT_TRUE(op.ok()) << op.status().to_string();
+  PlanOptions po;
+  po.backend = "cpu";
+  const auto plan = make_plan(*op, po);
+  EXPECT_TRUE(plan.ok()) << plan.status().to_string();
+}
+
 // An empty dimension is not bad input: no rows or columns give an empty output, an empty
 // contraction gives zeros (the check poisons the output first and wants exact zeros).
 TEST(EmptyDimensions, HostBackendsGiveZerosOrNothing) {

@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "backends/cpu/kernels/kernels.hpp"
+#include "core/element_limit.hpp"
 
 namespace ragdot::cpu {
 
@@ -29,6 +30,13 @@ struct GemmTask {
   const std::int32_t* a_rows = nullptr;
   std::int64_t a_table_rows = 0;
 };
+
+// Whether `outer` x `groups` tasks (a plan keeps one per outer index and group in its workspace,
+// and the driver 8 bytes more each) can be sized without overflow. Their count is bounded by the
+// weights' elements, but not their bytes.
+inline bool task_bytes_fit(std::int64_t outer, std::int64_t groups) {
+  return core::elements_fit({outer, groups, std::int64_t(sizeof(GemmTask))});
+}
 
 struct GemmBlocking {
   std::int64_t nb = 0;        // panel width (multiple of the kernel's nr)

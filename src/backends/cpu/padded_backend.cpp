@@ -175,6 +175,10 @@ class PaddedCpuBackend final : public Backend {
   std::string describe() const override { return "capacity-padded baseline on the cpu kernels (only when named)"; }
   Result<std::unique_ptr<detail::BackendPlan>> plan(const PlanRequest& r) const override {
     RAGDOT_ASSIGN_OR_RETURN(PaddedCapacity c, padded_capacity(r.problem, r.options));
+    if (!cpu::task_bytes_fit(1, std::max<std::int64_t>(r.problem.computed_groups, 1))) {
+      return resource_exhausted(std::to_string(r.problem.computed_groups) +
+                                " groups are too many GEMM tasks to size a workspace for");
+    }
     const int threads = r.options.num_threads > 0 ? r.options.num_threads : env::num_threads();
     return std::unique_ptr<detail::BackendPlan>(new PaddedCpuPlan(r.problem, c.factor, c.max_capacity, threads));
   }
