@@ -393,10 +393,12 @@ struct Kernel {
   static constexpr int kProducerRegs = kOverlap ? 40 : 56;
   static constexpr int kConsumerRegs = kConsumers == 3 ? 152 : kOverlap ? 232 : 224;
   static_assert(128 * kProducerRegs + 128 * kConsumers * kConsumerRegs <= kThreads * kLaunchRegs, "the CTA's registers");
-  // TMA-store epilogue: per warpgroup two buffers of one box of 64 rows x kStoreBoxCols 16-bit
-  // outputs (mode 2: 8 KiB, 128-byte swizzle; mode 1: 4 KiB, 64-byte swizzle)
+  // TMA-store epilogue: per warpgroup kStoreBuffers buffers (two unless the variant asks for more
+  // boxes in flight) of one box of 64 rows x kStoreBoxCols 16-bit outputs (mode 2: 8 KiB, 128-byte
+  // swizzle; mode 1: 4 KiB, 64-byte swizzle)
   static constexpr int kStoreBoxCols = V::kMode == 1 ? 32 : 64;
-  static constexpr int kStagingBytes = V::kTmaStore ? 2 * 2 * 64 * kStoreBoxCols * 2 : 0;
+  static constexpr int kStagingBytes = V::kTmaStore ? 2 * V::kStoreBuffers * 64 * kStoreBoxCols * 2 : 0;
+  static_assert(!V::kTmaStore || (V::kStoreBuffers >= 2 && V::kStoreBuffers <= 4), "the TMA-store buffers");
   // A cluster's tiles are 256 x kBN (pairs along m), 128 x 2 kBN (along n) or 256 x 2 kBN (2 x 2):
   // the scheduler hands out those.
   // Mode 1's m pairs take their two tiles from all the groups' m tiles in order (schedule.cuh's
@@ -1148,9 +1150,10 @@ struct Kernel {
   // reads it (128-byte rows: 16-byte piece c of row r at c ^ (r % 8); 64-byte rows: at
   // c ^ (r / 2 % 4); either way the eight rows of an 8 x 8 block land in different banks), by
   // stmatrix, each instruction a warp's two 8-column blocks of both its 8-row halves, then
-  // thread 0 sends it out in a bulk group of its own, and a buffer is rewritten once the group
-  // before last (its previous box) has been read out, so writing one box overlaps sending the
-  // other. Boxes wholly past n are skipped; rows past m and columns past n are clipped by the map.
+  // thread 0 sends it out in a bulk group of its own, and a buffer is rewritten once its previous
+  // box (kStoreBuffers groups back) has been read out, so writing one box overlaps sending the
+  // others; more buffers keep more boxes in flight, so that a warpgroup waits less for the memory
+  // system to take its stores before it goes on to multiply. Boxes wholly past n are skipped; rows past m and columns past n are clipped by the map.
   // Mode 2's map is 3-D (n, m, group), mode 1's 2-D (n, m).
   static __device__ __forceinline__ void store_tile_tma(const TensorMap* map_out, u32 area, int wg, int tid, int n0,
                                                         int m0, int group, i64 cols_lim, u32& stores,
@@ -1160,8 +1163,8 @@ struct Kernel {
 #pragma unroll
     for (int box = 0; box < kBN / kStoreBoxCols; ++box) {
       if (box * kStoreBoxCols >= cols_lim) break;  // the same for the whole warpgroup
-      const u32 buffer = area + (stores & 1) * (64 * kRowBytes);
-      if (tid == 0) bulk_wait_read<1>();  // this buffer's previous box has been read out
+      const u32 buffer = area + (stores % V::kStoreBuffers) * (64 * kRowBytes);
+      if (tid == 0) bulk_wait_read<V::kStoreBuffers - 1>();  // this buffer's previous box has been read out
       warpgroup_sync(wg);
 #pragma unroll
       for (int piece = 0; piece < kPieces; piece += 2) {  // 16 bytes (8 columns) of each row, two at a time

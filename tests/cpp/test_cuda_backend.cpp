@@ -1122,8 +1122,9 @@ void check_forward_tma_store(bool small) {
     ++cases;
     tma_plans += expect_cuda_pass(c, seed++, false, /*repeats=*/3).find("tmastore") != std::string::npos;
   };
-  for (const char* spec : small ? std::vector<const char*>{"epilogue=tma"}
-                                : std::vector<const char*>{"epilogue=tma", "epilogue=tma,bn=128"}) {
+  // (buffers=3: three boxes in flight per warpgroup, each box's buffer taken in turn modulo 3)
+  for (const char* spec : small ? std::vector<const char*>{"epilogue=tma", "epilogue=tma,buffers=3"}
+                                : std::vector<const char*>{"epilogue=tma", "epilogue=tma,bn=128", "epilogue=tma,buffers=4"}) {
     ScopedVariant tma(spec);
     for (DType dt : {DType::kBF16, DType::kF16}) {
       for (bool nk : {false, true}) {
@@ -1351,7 +1352,8 @@ TEST(CudaBackend, HopperWeightGradientTmaStoreSmall) {
   REQUIRE_GPU();
   if (!device_is_hopper()) GTEST_SKIP() << "the TMA-store epilogue is the Hopper family's";
   std::uint64_t seed = 7700;
-  for (const char* spec : {"epilogue=tma", "epilogue=tma,bn=64", "epilogue=tma,bn=192"}) {
+  for (const char* spec :
+       {"epilogue=tma", "epilogue=tma,bn=64", "epilogue=tma,bn=192", "epilogue=tma,buffers=3", "epilogue=tma,buffers=4"}) {
     ScopedVariant tma(spec);
     for (const verify::Case& c : {shaped(2, 200, 300, 264, {100, 0, 77, 123}, DType::kBF16, DType::kBF16),
                                   shaped(2, 72, 400, 136, {130, 0, 61, 209}, DType::kF16, DType::kF16)}) {
@@ -1375,8 +1377,8 @@ TEST(CudaBackend, HopperWeightGradientTmaStoreSmall) {
 // steps fit the A ring with B resident take turns, the others (streamed) run in step, side by side.
 // `tma_store`: the same cases with the TMA-store epilogue (epilogue=tma: its staging area after
 // B's slots, two or three A tiles; 16-bit outputs, an f32 output keeps the register stores), at
-// every tile width and in turns too: boxes clipped at m and n, empty groups' zero blocks, the
-// buffers alternating across tiles and units.
+// every tile width and in turns too, and with three buffers (buffers=3, two A tiles): boxes
+// clipped at m and n, empty groups' zero blocks, the buffers taken in turn across tiles and units.
 void check_strips(bool small, bool turns = false, bool tma_store = false) {
   workloads::SplitMix64 rng(79);
   std::vector<std::int64_t> many(300);
@@ -1396,7 +1398,8 @@ void check_strips(bool small, bool turns = false, bool tma_store = false) {
   // (B's slots wrap around across units on a few CTAs, with each ring depth and slot count: 4 at
   // bn 256, 8 at 128, 5 at 192, 16 at 64)
   const std::vector<const char*> specs =
-      tma_store ? (small ? std::vector<const char*>{"strips=on,epilogue=tma", "strips=on,epilogue=tma,pingpong=on,ctas=3"}
+      tma_store ? (small ? std::vector<const char*>{"strips=on,epilogue=tma", "strips=on,epilogue=tma,pingpong=on,ctas=3",
+                                                    "strips=on,epilogue=tma,buffers=3,ctas=3"}
                          : std::vector<const char*>{"strips=on,epilogue=tma,ctas=3", "strips=on,epilogue=tma,ctas=1",
                                                     "strips=on,epilogue=tma,bn=128,ctas=3",
                                                     "strips=on,epilogue=tma,bn=192,ctas=2", "strips=on,epilogue=tma,bn=64",

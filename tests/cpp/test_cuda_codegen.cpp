@@ -708,6 +708,33 @@ TEST(CudaCodegen, VariantOverrideChangesTheTileOrSaysWhatIsWrong) {
     EXPECT_GE(fit->stages, 2) << groups;
   }
   EXPECT_FALSE(override_variant(*mode2, "strips=on,epilogue=tma,stages=3", hopper).ok());  // the largest table
+  // buffers=3: a third box in flight per warpgroup, 16 KiB more staging for one A tile fewer (256
+  // groups); four leave strips no room for two A tiles; without epilogue=tma the key is ignored
+  auto deeper_stores = override_variant(*mode2, "epilogue=tma,strips=on,buffers=3", hopper, /*groups=*/2 * 256);
+  ASSERT_TRUE(deeper_stores.ok()) << deeper_stores.status().to_string();
+  EXPECT_EQ(deeper_stores->store_buffers, 3);
+  EXPECT_EQ(deeper_stores->stages, 2);
+  EXPECT_NE(deeper_stores->name().find(" b3"), std::string::npos) << deeper_stores->name();
+  EXPECT_EQ(deeper_stores->dynamic_smem_bytes(256, 256) -
+                override_variant(*mode2, "epilogue=tma,strips=on", hopper, 2 * 256)->dynamic_smem_bytes(256, 256),
+            2 * 64 * 64 * 2 - 128 * 64 * 2);
+  EXPECT_LE(deeper_stores->dynamic_smem_bytes(256, 256) + kWgmmaStaticSmemBytes, hopper.max_dynamic_smem);
+  EXPECT_NE(generate_source(*deeper_stores).find("kStoreBuffers = 3"), std::string::npos);
+  {
+    const auto out = compile_to_cubin(generate_source(*deeper_stores), "ragdot_kernel.cu", embedded_kernel_headers(),
+                                      arch_for(hopper));
+    ASSERT_TRUE(out.ok()) << out.status().to_string();
+    const Resources r = resources_of(out->log);
+    EXPECT_EQ(r.stack + r.spill_stores + r.spill_loads, 0) << out->log;
+  }
+  EXPECT_FALSE(override_variant(*mode2, "epilogue=tma,strips=on,buffers=4", hopper, 2 * 256).ok());
+  auto plain_stores = override_variant(*mode2, "epilogue=tma,buffers=4", hopper);  // the plain mode 2 ring
+  ASSERT_TRUE(plain_stores.ok()) << plain_stores.status().to_string();
+  EXPECT_EQ(plain_stores->store_buffers, 4);
+  EXPECT_GE(plain_stores->stages, 2);
+  EXPECT_EQ(override_variant(*mode2, "buffers=3", hopper)->store_buffers, 2);
+  EXPECT_EQ(generate_source(*mode2).find("kStoreBuffers = 2") != std::string::npos, true);
+  expect_rejected(*mode2, {"buffers=1", "buffers=5", "buffers=", "buffers=two"}, "buffers");
   auto mode2_f32 = *mode2;  // f32 outputs keep the register epilogue
   mode2_f32.out = DType::kF32;
   const auto stored_f32 = override_variant(mode2_f32, "strips=on,epilogue=tma", hopper);

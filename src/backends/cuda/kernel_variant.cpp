@@ -66,10 +66,12 @@ KernelVariant mma_variant(int mode, DType in, DType out, bool a_k, bool b_k, boo
 // shared memory (the device's per-block limit counts both kinds).
 std::int64_t wgmma_stage_bytes(int bn, int bm = 128) { return std::int64_t(bm + bn) * 64 * 2; }
 // The TMA-store epilogue's staging area (kernels/ragdot/wgmma.cuh: kStagingBytes): two
-// warpgroups x two buffers x a box of 64 rows of 16-bit outputs, 64 columns wide in mode 2 and 32
-// in mode 1 (16 KiB: four stages of a 256-wide tile still fit beside it and a table of up to ~500
-// groups).
-std::int64_t tma_store_staging_bytes(int mode) { return 2 * 2 * 64 * (mode == 1 ? 32 : 64) * 2; }
+// warpgroups x `buffers` buffers (two by default) x a box of 64 rows of 16-bit outputs, 64 columns
+// wide in mode 2 and 32 in mode 1 (16 KiB: four stages of a 256-wide tile still fit beside it and a
+// table of up to ~500 groups).
+std::int64_t tma_store_staging_bytes(int mode, int buffers = 2) {
+  return std::int64_t(2) * buffers * 64 * (mode == 1 ? 32 : 64) * 2;
+}
 // The most stages (2 to 6) of `stage_bytes` that fit beside `other_bytes`, the scheduler table of
 // `groups` groups, the 1 KiB pad and the static part; 0 if not two.
 int deepest_ring(std::int64_t stage_bytes, std::int64_t other_bytes, const DeviceTraits& d, std::int64_t groups) {
@@ -82,7 +84,9 @@ int wgmma_stages(int bn, const DeviceTraits& d, std::int64_t staging_bytes = 0, 
                  std::int64_t groups = -1) {
   return deepest_ring(wgmma_stage_bytes(bn, bm), staging_bytes, d, groups);
 }
-std::int64_t staging_bytes_of(const KernelVariant& v) { return v.tma_store ? tma_store_staging_bytes(v.mode) : 0; }
+std::int64_t staging_bytes_of(const KernelVariant& v) {
+  return v.tma_store ? tma_store_staging_bytes(v.mode, v.store_buffers) : 0;
+}
 constexpr std::int64_t kStripATileBytes = 128 * 64 * 2;
 // The ring of a wgmma variant, as deep as fits.
 // - One tile per stage: beside its staging area and the largest scheduler table; swapped operands
@@ -358,7 +362,7 @@ std::string KernelVariant::name() const {
   else if (family == KernelFamily::kWgmma)
     s << " tma s" << stages << (gather_a ? " gatherA" : "")
       << (cluster > 1 ? " cluster" + std::to_string(cluster) + (cluster == 2 && cluster_along_n ? "n" : "") : "")
-      << (tma_store ? " tmastore" : "") << (swiglu ? " swiglu" : "") << (scatter_out ? " scatter" : "")
+      << (tma_store ? " tmastore" : "") << (tma_store && store_buffers != 2 ? " b" + std::to_string(store_buffers) : "") << (swiglu ? " swiglu" : "") << (scatter_out ? " scatter" : "")
       << (split_tail ? " splittail" : "") << (swap_ab ? " swapAB" : "") << (strips ? " strips" : "")
       << (pingpong ? " pingpong" : "") << (overlap_store ? " overlapstore" : "");
   else s << " t" << tm << 'x' << tn;
@@ -378,6 +382,7 @@ std::string generate_source(const KernelVariant& v) {
       << "  static constexpr int kCluster = " << v.cluster << ";\n"
       << "  static constexpr bool kClusterAlongN = " << (v.cluster_along_n ? "true" : "false") << ";\n"
       << "  static constexpr bool kTmaStore = " << (v.tma_store ? "true" : "false") << ";\n"
+      << "  static constexpr int kStoreBuffers = " << v.store_buffers << ";\n"
       << "  static constexpr bool kSwiglu = " << (v.swiglu ? "true" : "false") << ";\n"
       << "  static constexpr bool kScatterOut = " << (v.scatter_out ? "true" : "false") << ";\n"
       << "  static constexpr bool kSplitTail = " << (v.split_tail ? "true" : "false") << ";\n"
@@ -581,10 +586,10 @@ Result<VariantSpec> parse_variant_spec(const std::string& spec) {
       continue;
     }
     // the key first: an unknown key says so whatever its value
-    if (key != "bn" && key != "bm" && key != "stages" && key != "ctas" && key != "raster")
+    if (key != "bn" && key != "bm" && key != "stages" && key != "ctas" && key != "raster" && key != "buffers")
       return invalid_argument("RAGDOT_CUDA_VARIANT: unknown key '" + key +
-                              "' (known: bn, bm, stages, cluster, epilogue, split, swap, strips, pingpong, overlap, order, "
-                              "ctas, small_groups, raster)");
+                              "' (known: bn, bm, stages, cluster, epilogue, buffers, split, swap, strips, pingpong, "
+                              "overlap, order, ctas, small_groups, raster)");
     char* end = nullptr;
     const long value = std::strtol(text.c_str(), &end, 10);
     if (text.empty() || *end != '\0') return invalid_argument("RAGDOT_CUDA_VARIANT: '" + item + "' is not key=integer");
@@ -597,6 +602,9 @@ Result<VariantSpec> parse_variant_spec(const std::string& spec) {
     } else if (key == "stages") {
       if (value < 2 || value > 8) return invalid_argument("RAGDOT_CUDA_VARIANT: stages must be 2 to 8, got " + text);
       out.stages = int(value);
+    } else if (key == "buffers") {
+      if (value < 2 || value > 4) return invalid_argument("RAGDOT_CUDA_VARIANT: buffers must be 2 to 4, got " + text);
+      out.store_buffers = int(value);
     } else if (key == "ctas") {
       if (value < 1 || value > (1l << 20))
         return invalid_argument("RAGDOT_CUDA_VARIANT: ctas must be 1 to 1048576, got '" + text + "'");
@@ -645,6 +653,12 @@ Result<KernelVariant> override_variant(const KernelVariant& v, const VariantSpec
     out.tma_store = *spec.tma_store;
     out.stages = ring_stages(out, d, groups);
   }
+  // the TMA-store epilogue's buffers: where it is taken; elsewhere the key is ignored
+  if (spec.store_buffers && out.tma_store) {
+    out.store_buffers = *spec.store_buffers;
+    out.stages = ring_stages(out, d, groups);
+  }
+  if (!out.tma_store) out.store_buffers = 2;
   if (spec.bn && out.family == KernelFamily::kWgmma) {
     if (out.swiglu && *spec.bn % 128 != 0)
       return invalid_argument("RAGDOT_CUDA_VARIANT: bn " + std::to_string(*spec.bn) +
@@ -757,6 +771,10 @@ Result<KernelVariant> override_variant(const KernelVariant& v, const VariantSpec
   // elsewhere the key is ignored, and a variant that leaves that epilogue leaves them
   if (spec.overlap_store) out.overlap_store = *spec.overlap_store;
   out.overlap_store = out.overlap_store && overlap_store_applies(out);
+  // (ring_stages gives 0 where not even two fit: the staging area, B's slots, the table)
+  if (out.family == KernelFamily::kWgmma && out.stages < 2)
+    return invalid_argument("RAGDOT_CUDA_VARIANT: " + out.name() +
+                            " leaves no room in shared memory for two stages of the ring");
   const std::int64_t table = groups < 0 ? kMaxGroupsPlusLocal : groups;
   const std::int64_t static_bytes = out.family == KernelFamily::kWgmma ? kWgmmaStaticSmemBytes : 0;
   if (out.dynamic_smem_bytes(table / 2, table - table / 2) + static_bytes > d.max_dynamic_smem)

@@ -32,6 +32,7 @@ struct KernelVariant {
   int cluster = 1;               // wgmma: CTAs sharing operands through TMA multicast: 2 = a pair
   bool cluster_along_n = false;  //   along m (B shared) or, with this, along n (A shared); 4 = 2 x 2
   bool tma_store = false;        // wgmma mode 2, 16-bit out: epilogue through shared memory and TMA stores
+  int store_buffers = 2;         //   its box buffers per consumer warpgroup (2 to 4: boxes in flight)
   bool swiglu = false;           // wgmma mode 1: out = silu(gate) * up of the product's halves
   bool scatter_out = false;      // wgmma mode 1: rows added (scaled) into an f32 table through an index
   bool split_tail = false;       // wgmma mode 1, one CTA per tile: the last wave's tiles split along k (split.h)
@@ -108,6 +109,7 @@ struct VariantSpec {
   std::optional<int> bn, bm, stages, cluster;
   bool cluster_along_n = false;  // with cluster 2
   std::optional<bool> tma_store;
+  std::optional<int> store_buffers;
   std::optional<bool> split_tail;
   std::optional<bool> swap_ab;
   std::optional<bool> strips;
