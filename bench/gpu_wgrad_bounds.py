@@ -13,10 +13,11 @@ DRAM writes or by something on the chip between them decides what target it can 
 - fill: writing the output's bytes and nothing else (the DRAM write roof).
 - zero: the same by zero_() (cudaMemsetAsync where the tensor is contiguous): whether another
   write path than fill_'s stores reaches a higher roof.
-- fill_cols256 / fill_cols64: the same bytes written one column block at a time (16 launches of
-  every row's 256-column block, 64 launches of its 64-column block): every SM writes a 512- or
-  128-byte piece of a row 8 KiB from its neighbour's, as a tile epilogue's rows lie. Whether the
-  DRAM write roof holds for a tile's pieces or only for whole rows.
+- tiles_rows256 / tiles_cols256 / tiles_cols64: the same bytes written in output tiles of 128 rows
+  by 256 (64) columns with 16-byte stores and nothing else (a Triton kernel, one tile per program),
+  the programs in two orders: adjacent column tiles of the same rows first (whole rows written
+  together), or one column tile down consecutive rows first (every SM then writes 512- or 128-byte
+  pieces of rows 8 KiB apart). Whether DRAM takes a tile epilogue's pieces at the fill's rate.
 - dense: torch.mm of [K, E*R] by [E*R, N], the same FLOPs into a small output (the compute roof).
 
     gpu_wgrad_bounds.py [--experts 256] [--rows 128] [--k 7168] [--n 4096] [--reps 20] [--only NAME]
@@ -27,6 +28,34 @@ import json
 import sys
 
 from gpu_peers import cuda_median_ms  # (this file's folder is on the path when run as a script)
+
+
+def make_tile_writer():
+    """A Triton kernel that writes one 128 x BN tile of a bf16 [rows, n] tensor per program and
+    nothing else; None without Triton."""
+    try:
+        import triton
+        import triton.language as tl
+    except ImportError:
+        return None
+
+    @triton.jit
+    def write_tile(out_ptr, rows, n, BM: tl.constexpr, BN: tl.constexpr, ROWS_FIRST: tl.constexpr):
+        pid = tl.program_id(0)
+        n_tiles = n // BN
+        m_tiles = rows // BM
+        if ROWS_FIRST:
+            mt = pid // n_tiles
+            nt = pid % n_tiles
+        else:
+            nt = pid // m_tiles
+            mt = pid % m_tiles
+        offs_m = (mt * BM + tl.arange(0, BM)).to(tl.int64)
+        offs_n = nt * BN + tl.arange(0, BN)
+        value = tl.full((BM, BN), 0.5, tl.bfloat16)
+        tl.store(out_ptr + offs_m[:, None] * n + offs_n[None, :], value)
+
+    return write_tile
 
 
 def main():
@@ -58,18 +87,23 @@ def main():
     xt_batched = x.view(E, R, K).transpose(1, 2)  # [E, K, R], a view
     dy_batched = dy.view(E, R, N)
 
-    def fill_by_columns(width):
-        blocks = out.view(-1, N // width, width)
-        for j in range(N // width):
-            blocks[:, j].fill_(0.5)  # (N a multiple of width: view raises otherwise)
+    tile_writer = make_tile_writer()
+
+    def write_tiles(width, rows_first):
+        rows = E * K
+        if tile_writer is None or rows % 128 or N % width:
+            raise RuntimeError("needs Triton, and whole tiles")
+        grid = (rows // 128 * (N // width),)
+        tile_writer[grid](out, rows, N, BM=128, BN=width, ROWS_FIRST=rows_first, num_warps=8)
 
     kernels = {
         "bmm": lambda: torch.bmm(xt_batched, dy_batched, out=out),
         "grouped_mm": lambda: torch._grouped_mm(x.t(), dy, offs=offs),
         "fill": lambda: out.fill_(0.5),
         "zero": lambda: out.zero_(),
-        "fill_cols256": lambda: fill_by_columns(256),
-        "fill_cols64": lambda: fill_by_columns(64),
+        "tiles_rows256": lambda: write_tiles(256, True),
+        "tiles_cols256": lambda: write_tiles(256, False),
+        "tiles_cols64": lambda: write_tiles(64, False),
         "dense": lambda: torch.mm(x.t(), dy),
     }
     res = {"experts": E, "rows": R, "k": K, "n": N, "gpu": torch.cuda.get_device_name(), "ms": {}}
@@ -83,7 +117,7 @@ def main():
             continue
         res["ms"][name] = ms
         line = f"{name:11s} {ms:8.3f} ms"
-        if not name.startswith("fill") and name != "zero":
+        if name not in ("fill", "zero") and not name.startswith("tiles"):
             line += f"  {flops / ms / 1e9:7.1f} TFLOP/s"
         if name != "dense":
             line += f"  output written at {out_bytes / ms / 1e9:6.2f} TB/s"

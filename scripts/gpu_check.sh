@@ -12,8 +12,8 @@
 # At the end $OUT holds the log, the table, the merged JSON, its picture (gpu_results.png) and the
 # sanitizer summary; everything else it wrote (test output, benchmark JSON, bounds, Python results)
 # is packed into details.tgz. With peers, the benchmark ends with deepseek-v3's weight gradient on
-# the vendor's kernels (bench/gpu_wgrad_bounds.py) and its strips with TMA stores timed against the
-# planner's register-store strips.
+# the vendor's kernels (bench/gpu_wgrad_bounds.py) and its strips with TMA stores (two and three
+# box buffers) timed against the planner's register-store strips.
 #
 # --skip leaves out the GPU tests whose Suite.Name matches REGEX (e.g. a slow one already run);
 # --only runs only those that match. --no-peers benchmarks ragdot's cuda backend and the dense
@@ -229,11 +229,12 @@ if [ $run_bench = 1 ]; then
     # bounds that case, beside ragdot's time for it above
     say "benchmark: the weight gradient's bounds"
     timeout 120 python3 bench/gpu_wgrad_bounds.py --out "$OUT/wgrad_bounds.json" > "$OUT/wgrad_bounds.txt" 2>>"$LOG"
-    # and its strips with the TMA-store epilogue (opt-in), in alternated rounds with the planner's
-    # register-store strips: the lever for the gap to cuBLAS's batched GEMM, which stores that way
+    # and its strips with the TMA-store epilogue (opt-in; two and three box buffers), in alternated
+    # rounds with the planner's register-store strips: the lever for the gap to cuBLAS's batched
+    # GEMM, which stores that way
     say "benchmark: the weight gradient's strips with TMA stores"
-    timeout 120 "$BIN/gpu_bench" --json "$OUT/wgrad_sweep.json" --only "deepseek-v3 wgrad" --no-peers \
-      --sweep "epilogue=tma" 2>&1 | grep -E "sweep|ragdot " | tee -a "$LOG" >&2
+    timeout 150 "$BIN/gpu_bench" --json "$OUT/wgrad_sweep.json" --only "deepseek-v3 wgrad" --no-peers \
+      --sweep "epilogue=tma;epilogue=tma,buffers=3" 2>&1 | grep -E "sweep|ragdot " | tee -a "$LOG" >&2
   fi
 fi
 if [ $run_tests = 1 ] && [ $run_sanitizer = 1 ]; then
