@@ -733,7 +733,7 @@ TEST(CudaCodegen, VariantOverrideChangesTheTileOrSaysWhatIsWrong) {
   EXPECT_EQ(plain_stores->store_buffers, 4);
   EXPECT_GE(plain_stores->stages, 2);
   EXPECT_EQ(override_variant(*mode2, "buffers=3", hopper)->store_buffers, 2);
-  EXPECT_EQ(generate_source(*mode2).find("kStoreBuffers = 2") != std::string::npos, true);
+  EXPECT_NE(generate_source(*mode2).find("kStoreBuffers = 2"), std::string::npos);
   expect_rejected(*mode2, {"buffers=1", "buffers=5", "buffers=", "buffers=two"}, "buffers");
   auto mode2_f32 = *mode2;  // f32 outputs keep the register epilogue
   mode2_f32.out = DType::kF32;
