@@ -1153,7 +1153,8 @@ struct Kernel {
   // thread 0 sends it out in a bulk group of its own, and a buffer is rewritten once its previous
   // box (kStoreBuffers groups back) has been read out, so writing one box overlaps sending the
   // others; more buffers keep more boxes in flight, so that a warpgroup waits less for the memory
-  // system to take its stores before it goes on to multiply. Boxes wholly past n are skipped; rows past m and columns past n are clipped by the map.
+  // system to take its stores before it goes on to multiply. Boxes wholly past n are skipped; rows
+  // past m and columns past n are clipped by the map.
   // Mode 2's map is 3-D (n, m, group), mode 1's 2-D (n, m).
   static __device__ __forceinline__ void store_tile_tma(const TensorMap* map_out, u32 area, int wg, int tid, int n0,
                                                         int m0, int group, i64 cols_lim, u32& stores,

@@ -71,6 +71,11 @@ struct GroupGemmProblem {
   DType out_buffer_dtype() const { return out_scatter_rows ? DType::kF32 : out_dtype; }
 
   std::int64_t outer_count() const;
+  // The GEMMs of one outer index: one per computed group (at least one), one in mode 3. A plan
+  // that lists its GEMMs keeps outer_count() times this many.
+  std::int64_t gemms_per_outer() const {
+    return mode == RaggedMode::kBatch ? 1 : (computed_groups > 1 ? computed_groups : 1);
+  }
   bool needs_relayout() const { return lhs_relayout || rhs_relayout; }
   // The plain MoE forms: no outer/reduce dims, nothing to relayout, m/k/n unit-stride somewhere.
   bool is_single_batch() const { return outer.empty() && reduce.empty(); }

@@ -228,6 +228,18 @@ Case random_case(std::uint64_t seed, const CaseOptions& o) {
   return c;
 }
 
+RaggedDotSpec batched_forward_spec(std::int64_t batches, std::int64_t m, std::int64_t k, std::int64_t n,
+                                   std::int64_t groups, DType dtype) {
+  RaggedDotSpec s;
+  s.lhs = {dtype, {batches, m, k}};
+  s.rhs = {dtype, {batches, groups, k, n}};
+  s.group_sizes = {DType::kI32, {groups}};
+  s.dims.dot = {{2}, {2}, {0}, {0}};
+  s.dims.lhs_ragged = {1};
+  s.dims.rhs_group = {1};
+  return s;
+}
+
 Result<Case> shaped_case(int mode, std::int64_t m, std::int64_t k, std::int64_t n,
                          const std::vector<std::int64_t>& group_sizes, DType dtype, std::optional<DType> out_dtype) {
   Case c;

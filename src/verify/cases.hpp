@@ -72,6 +72,11 @@ Result<Case> shaped_case(int mode, std::int64_t m, std::int64_t k, std::int64_t 
                          const std::vector<std::int64_t>& group_sizes, DType dtype,
                          std::optional<DType> out_dtype = std::nullopt);
 
+// Mode 1 with a batch dim in front: lhs [batches, m, k], rhs [batches, groups, k, n], group sizes
+// [groups] shared by every batch index (int32). Only the spec: for planning, not for running.
+RaggedDotSpec batched_forward_spec(std::int64_t batches, std::int64_t m, std::int64_t k, std::int64_t n,
+                                   std::int64_t groups, DType dtype);
+
 // Plain MoE forms with an empty dimension: no rows (m = 0), no columns (n = 0), an empty
 // contraction (k = 0: the output is all zeros), in modes 1 and 2 (mode 2's k is the token rows).
 std::vector<Case> empty_dimension_cases(DType dtype);

@@ -122,14 +122,7 @@ TEST(CublasHost, PlanTraitsSayHostSyncAndNotGraphSafe) {
 // 2^16 groups (2^32 GEMMs) are not taken, with a reason; 2^8 x 2^8 are.
 TEST(CublasHost, GemmCountsPastAnIntAreNotMapped) {
   auto problem = [](std::int64_t batches, std::int64_t groups) {
-    RaggedDotSpec s;
-    s.lhs = {DType::kBF16, {batches, 4, 8}};
-    s.rhs = {DType::kBF16, {batches, groups, 8, 8}};
-    s.group_sizes = {DType::kI32, {groups}};
-    s.dims.dot = {{2}, {2}, {0}, {0}};
-    s.dims.lhs_ragged = {1};
-    s.dims.rhs_group = {1};
-    auto op = RaggedDot::create(s);
+    auto op = RaggedDot::create(verify::batched_forward_spec(batches, 4, 8, 8, groups, DType::kBF16));
     EXPECT_TRUE(op.ok()) << op.status().to_string();
     return core::canonicalize(*op);
   };

@@ -224,14 +224,7 @@ TEST(Plan, EnvironmentPicksBackend) {
 // would wrap the workspace size: a clear error at planning, never a wrapped size.
 TEST(Plan, TaskCountsThatWouldWrapTheWorkspaceAreRejected) {
   const std::int64_t big = std::int64_t(1) << 29;
-  RaggedDotSpec s;
-  s.lhs = {DType::kF32, {big, 0, 1}};
-  s.rhs = {DType::kF32, {big, big, 1, 1}};
-  s.group_sizes = {DType::kI32, {big}};
-  s.dims.dot = {{2}, {2}, {0}, {0}};
-  s.dims.lhs_ragged = {1};
-  s.dims.rhs_group = {1};
-  auto op = RaggedDot::create(s);
+  auto op = RaggedDot::create(verify::batched_forward_spec(big, 0, 1, 1, big, DType::kF32));
   ASSERT_TRUE(op.ok()) << op.status().to_string();
   auto expect_refused = [](const RaggedDot& huge, const char* backend) {
     PlanOptions po;
@@ -244,19 +237,13 @@ TEST(Plan, TaskCountsThatWouldWrapTheWorkspaceAreRejected) {
   expect_refused(*op, "cpu");
   // the padded baseline takes no batch dims: 2^58 groups of [1, 1] weights and no rows
   {
-    RaggedDotSpec g;
-    g.lhs = {DType::kF32, {0, 1}};
-    g.rhs = {DType::kF32, {big << 29, 1, 1}};
-    g.group_sizes = {DType::kI32, {big << 29}};
-    const auto groups_op = RaggedDot::create(g);
+    const auto groups_op = RaggedDot::ragged_dot(0, 1, 1, big << 29, DType::kF32);
     ASSERT_TRUE(groups_op.ok()) << groups_op.status().to_string();
     expect_refused(*groups_op, "padded");
     expect_refused(*groups_op, "cpu");
   }
-  // one group fewer per batch by a factor of 2^10 fits, and plans
-  s.rhs.shape = {big, big >> 10, 1, 1};
-  s.group_sizes.shape = {big >> 10};
-  op = RaggedDot::create(s);
+  // 2^29 batches of 2^19 groups fit, and plan
+  op = RaggedDot::create(verify::batched_forward_spec(big, 0, 1, 1, big >> 10, DType::kF32));
   ASSERT_TRUE(op.ok()) << op.status().to_string();
   PlanOptions po;
   po.backend = "cpu";

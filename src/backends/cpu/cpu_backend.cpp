@@ -70,8 +70,7 @@ class CpuPlan final : public detail::BackendPlan {
       lhs_transpose_ = std::move(t);
     }
 
-    const std::int64_t groups = p.mode == RaggedMode::kBatch ? 0 : p.computed_groups;
-    max_tasks_ = p.outer_count() * std::max<std::int64_t>(groups, 1);  // (CpuBackend::plan checked its bytes)
+    max_tasks_ = p.outer_count() * p.gemms_per_outer();  // (CpuBackend::plan checked its bytes)
     const std::int64_t typical_m = p.mode == RaggedMode::kNonContracting && p.computed_groups > 0
                                        ? std::max<std::int64_t>(p.m / p.computed_groups, 1)
                                        : p.m;
@@ -230,9 +229,9 @@ class CpuBackend final : public Backend {
       return unsupported("contracting dimensions listed ahead of the ragged contracting dimension (group sizes that "
                          "vary along a contracted dimension)");
     }
-    const std::int64_t groups = p.mode == RaggedMode::kBatch ? 1 : std::max<std::int64_t>(p.computed_groups, 1);
-    if (!cpu::task_bytes_fit(p.outer_count(), groups)) {
-      return resource_exhausted(std::to_string(p.outer_count()) + " batch indices x " + std::to_string(groups) +
+    if (!cpu::task_bytes_fit(p.outer_count(), p.gemms_per_outer())) {
+      return resource_exhausted(std::to_string(p.outer_count()) + " batch indices x " +
+                                std::to_string(p.gemms_per_outer()) +
                                 " groups are too many GEMM tasks to size a workspace for");
     }
     const int threads = r.options.num_threads > 0 ? r.options.num_threads : env::num_threads();

@@ -85,11 +85,6 @@ StridedMatrix out_of(const core::GroupGemmProblem& p) { return {p.out_m, p.out_n
 
 bool fits_int(std::int64_t v) { return v >= 0 && v <= INT_MAX; }
 
-// GEMMs per outer index: one per computed group, one in mode 3.
-std::int64_t gemms_per_outer(const core::GroupGemmProblem& p) {
-  return p.mode == RaggedMode::kBatch ? 1 : std::max<std::int64_t>(p.computed_groups, 1);
-}
-
 // Adds out (rows x n) = lhs (rows x depth) * rhs (depth x n) at the given element offsets, or a
 // zero block when depth is 0 (an empty group of mode 2, or k = 0).
 Status add_gemm(const core::GroupGemmProblem& p, std::int64_t rows, std::int64_t depth, std::int64_t lhs_offset,
@@ -123,7 +118,7 @@ Status check_mappable(const core::GroupGemmProblem& p) {
     if (!fits_int(v)) return unsupported("cublas: a dimension or stride exceeds the 32-bit range of the grouped API");
   }
   // The grouped API counts its GEMMs in an int, and the plan keeps host arrays of that many.
-  const std::int64_t per_outer = gemms_per_outer(p);
+  const std::int64_t per_outer = p.gemms_per_outer();
   if (!fits_int(per_outer) || !fits_int(p.outer_count()) || !fits_int(per_outer * p.outer_count())) {
     return unsupported("cublas: " + std::to_string(p.outer_count()) + " batch indices x " + std::to_string(per_outer) +
                        " groups exceed the 32-bit GEMM count of the grouped API");
@@ -146,7 +141,7 @@ Status check_mappable(const core::GroupGemmProblem& p) {
 }
 
 // (check_mappable keeps it within an int)
-std::int64_t max_gemms(const core::GroupGemmProblem& p) { return p.outer_count() * gemms_per_outer(p); }
+std::int64_t max_gemms(const core::GroupGemmProblem& p) { return p.outer_count() * p.gemms_per_outer(); }
 
 std::int64_t max_zero_blocks(const core::GroupGemmProblem& p) {
   const std::int64_t per_outer = p.mode == RaggedMode::kNonContracting ? p.computed_groups + 2

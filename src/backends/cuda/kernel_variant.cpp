@@ -362,7 +362,8 @@ std::string KernelVariant::name() const {
   else if (family == KernelFamily::kWgmma)
     s << " tma s" << stages << (gather_a ? " gatherA" : "")
       << (cluster > 1 ? " cluster" + std::to_string(cluster) + (cluster == 2 && cluster_along_n ? "n" : "") : "")
-      << (tma_store ? " tmastore" : "") << (tma_store && store_buffers != 2 ? " b" + std::to_string(store_buffers) : "") << (swiglu ? " swiglu" : "") << (scatter_out ? " scatter" : "")
+      << (tma_store ? " tmastore" : "") << (tma_store && store_buffers != 2 ? " b" + std::to_string(store_buffers) : "")
+      << (swiglu ? " swiglu" : "") << (scatter_out ? " scatter" : "")
       << (split_tail ? " splittail" : "") << (swap_ab ? " swapAB" : "") << (strips ? " strips" : "")
       << (pingpong ? " pingpong" : "") << (overlap_store ? " overlapstore" : "");
   else s << " t" << tm << 'x' << tn;
